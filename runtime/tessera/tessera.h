@@ -1,0 +1,18 @@
+// tessera/tessera.h — everything Tessera offers, in one include.
+//
+// Per-area headers, if you prefer:
+//   <tessera/park.h>               self/park/park_until/unpark (the park façade)
+//   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
+//   <tessera/atomic_wait.h>        atomic_wait, atomic_notify_one/all (P0514)
+//   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
+//   <tessera/ticket_semaphore.h>   ticket_semaphore (Listing 1, baseline)
+//   <tessera/twa_spin_semaphore.h> twa_spin_semaphore (Listing 2, spinning waiting array)
+#pragma once
+
+#include <tessera/atomic_wait.h>
+#include <tessera/park.h>
+#include <tessera/semaphore.h>
+#include <tessera/ticket_semaphore.h>
+#include <tessera/twa_spin_semaphore.h>
+#include <tessera/wait_chain.h>
+#include <tessera/version.h>

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tessera needs, only those that are missing.
+# Safe to run repeatedly; needs root (or sudo) only when something is missing.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  libboost-context-dev libhwloc-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
+  libabsl-dev libboost-fiber-dev libtbb-dev
+  gnuplot-nox
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

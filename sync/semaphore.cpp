@@ -1,0 +1,189 @@
+// The TWA semaphore's slow paths: waiting, waking, cancellation (see semaphore.h).
+#include "tessera/semaphore.h"
+
+#include <algorithm>
+#include <sched.h>
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+twa_tuning& twa_config() noexcept {
+  static twa_tuning tuning;
+  return tuning;
+}
+
+namespace detail {
+namespace {
+
+std::string count_text(std::ptrdiff_t max) {
+  return max == std::numeric_limits<std::ptrdiff_t>::max() ? std::string("PTRDIFF_MAX")
+                                                           : std::to_string(max);
+}
+
+// Outcome of the short-term spin.
+enum class spin_result { admitted, exhausted, timed_out };
+
+}  // namespace
+
+twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
+    // Drop the low bits, which alignment makes zero, before they enter TWAHash.
+    : hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) * 0x9E37u) {
+  if (desired < 0 || desired > max) {
+    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                                ">: initial count " + std::to_string(desired) +
+                                " is outside [0, max()]");
+  }
+  grant_.store(static_cast<std::uint64_t>(desired), std::memory_order_relaxed);
+}
+
+twa_semaphore::~twa_semaphore() {
+#if TESSERA_CHECKS
+  const auto queued = static_cast<std::int64_t>(ticket_.load() - grant_.load());
+  if (queued > static_cast<std::int64_t>(cancelled_.load())) {
+    misuse_abort("tessera::counting_semaphore destroyed while threads or fibers wait on it");
+  }
+#endif
+}
+
+void twa_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const {
+  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                              ">::release: update " + std::to_string(update) +
+                              " is outside [0, max()]");
+}
+
+void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
+  // Racy by nature (another release may land in between); conservative: the
+  // count it sees never exceeds the true count, so it never throws wrongly.
+  const auto count = static_cast<std::int64_t>(grant_.load(std::memory_order_relaxed) -
+                                               ticket_.load(std::memory_order_relaxed));
+  if (count + static_cast<std::int64_t>(n) > max) {
+    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                                ">::release: releasing " + std::to_string(n) + " with count " +
+                                std::to_string(count) + " would exceed max()");
+  }
+}
+
+bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline) {
+  auto& cfg = twa_config();
+  const auto threshold = static_cast<std::int64_t>(
+      cfg.long_term_threshold.load(std::memory_order_relaxed));
+  const std::uint32_t spins = cfg.spin_iterations.load(std::memory_order_relaxed);
+  wait_chain& chain = chain_at(twa_hash(t));
+  auto is_admitted = [this, t] { return admitted(t); };
+
+  for (;;) {
+    const auto dx = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t);
+    if (dx > 0) return true;
+    if (dx + threshold > 0) {
+      // Short-term: next in line. Spin on the grant (global spinning, Listing 2)
+      // for a bounded budget, then park on our ticket's chain until admitted.
+      spin_result r = spin_result::exhausted;
+      for (std::uint32_t i = 0; i < spins; ++i) {
+        if (admitted(t)) return true;
+        cpu_relax();
+        if (deadline != nullptr && (i & 255) == 255 &&
+            std::chrono::steady_clock::now() >= *deadline) {
+          r = spin_result::timed_out;
+          break;
+        }
+      }
+      if (r == spin_result::timed_out) return cancel(t);
+      if (chain_wait(chain, is_admitted, deadline)) return true;
+      return cancel(t);
+    }
+    // Long-term: park on the chain of TWAHash(this, t) until we come within the
+    // threshold; the release that brings us there pokes exactly that chain.
+    auto is_near = [this, t, threshold] {
+      return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) + threshold >
+             0;
+    };
+    if (!chain_wait(chain, is_near, deadline)) return cancel(t);
+  }
+}
+
+void twa_semaphore::lock_cancellations() noexcept {
+  for (unsigned spins = 0; cancel_lock_.exchange(true, std::memory_order_acquire);) {
+    while (cancel_lock_.load(std::memory_order_relaxed)) {
+      if (++spins < 64) {
+        cpu_relax();
+      } else {
+        sched_yield();  // holder preempted (critical sections are a few instructions)
+      }
+    }
+  }
+}
+
+bool twa_semaphore::cancel(std::uint64_t t) {
+  lock_cancellations();
+  // Dekker pair with after_release(): "RMW cancelled_; LD grant" here against
+  // "RMW grant; LD cancelled_" there, all seq_cst.
+  cancelled_.fetch_add(1, std::memory_order_seq_cst);
+  if (admitted(t)) {
+    // The permit reached us before we could leave: keep it.
+    cancelled_.fetch_sub(1, std::memory_order_relaxed);
+    unlock_cancellations();
+    return true;
+  }
+  try {
+    cancelled_list_.push_back(t);
+  } catch (...) {
+    // Out of memory: we cannot leave the queue, so stay and take the permit
+    // when it comes (an untimed wait) rather than lose it.
+    cancelled_.fetch_sub(1, std::memory_order_relaxed);
+    unlock_cancellations();
+    wait(t, nullptr);
+    return true;
+  }
+  unlock_cancellations();
+  return false;
+}
+
+void twa_semaphore::wake(std::uint64_t old_grant, std::uint64_t n,
+                         std::uint64_t tickets) noexcept {
+  const auto threshold = static_cast<std::uint64_t>(
+      twa_config().long_term_threshold.load(std::memory_order_relaxed));
+  // Admitted tickets [g, g+n): they may have parked after spinning.
+  const std::uint64_t admit_end = std::min(old_grant + n, tickets);
+  for (std::uint64_t k = old_grant; k < admit_end; ++k) signal_chain_polite(chain_at(twa_hash(k)));
+  // Successor(s)-of-successor: tickets that just came within the threshold
+  // [max(g+n, g+L), g+n+L) move from long-term to short-term waiting.
+  const std::uint64_t near_begin = std::max(old_grant + n, old_grant + threshold);
+  const std::uint64_t near_end = std::min(old_grant + n + threshold, tickets);
+  for (std::uint64_t k = near_begin; k < near_end; ++k) signal_chain_polite(chain_at(twa_hash(k)));
+}
+
+void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets,
+                                  std::ptrdiff_t max) {
+#if TESSERA_CHECKS
+  if (max != std::numeric_limits<std::ptrdiff_t>::max() &&
+      static_cast<std::int64_t>(old_grant + n - tickets) > max) {
+    misuse_abort("tessera::counting_semaphore::release: count exceeded max() (racing releases)");
+  }
+#else
+  (void)max;
+#endif
+  wake(old_grant, n, tickets);
+  if (cancelled_.load(std::memory_order_seq_cst) != 0) forward_cancelled();
+}
+
+void twa_semaphore::forward_cancelled() {
+  lock_cancellations();
+  for (;;) {
+    const std::uint64_t g = grant_.load(std::memory_order_seq_cst);
+    const auto passed = [g](std::uint64_t c) { return static_cast<std::int64_t>(g - c) > 0; };
+    const auto it = std::remove_if(cancelled_list_.begin(), cancelled_list_.end(), passed);
+    const auto k = static_cast<std::uint64_t>(cancelled_list_.end() - it);
+    if (k == 0) break;
+    cancelled_list_.erase(it, cancelled_list_.end());
+    cancelled_.fetch_sub(static_cast<std::uint32_t>(k), std::memory_order_seq_cst);
+    // Each cancelled ticket the grant passed received a permit nobody will take:
+    // hand those permits on to the next tickets in line.
+    const std::uint64_t g0 = grant_.fetch_add(k, std::memory_order_seq_cst);
+    wake(g0, k, ticket_.load(std::memory_order_seq_cst));
+  }
+  unlock_cancellations();
+}
+
+}  // namespace detail
+}  // namespace tessera

@@ -1,0 +1,240 @@
+// tessera/semaphore.h — counting_semaphore and binary_semaphore: the TWA semaphore.
+//
+// Dice & Kogan's TWA-Semaphore (seed 001) over Tessera's waiting chains: a
+// 64-bit ticket and grant (Listing 1), the fast path of one fetch_add plus one
+// load, short-term spinning for waiters within LongTermThreshold of the grant
+// (Listing 2), and long-term waiting parked on the wait chain of
+// TWAHash(semaphore, ticket) (Listings 3/4), so that, absent hash collisions, a
+// release wakes exactly the waiter it admits. The API is std::counting_semaphore's
+// (P0514R2 §33.7, seed 003).
+//
+// Contract
+// - Admission: FIFO (first-come-first-enabled) among blocking acquirers: tickets
+//   are served in the order their fetch_add took them. try_acquire never barges:
+//   it succeeds only if a permit is free *and* nobody is queued. A timed-out
+//   waiter leaves the queue without disturbing the order of the others.
+// - No spurious failure: acquire() returns only with a permit; try_acquire_for /
+//   try_acquire_until return false only after the deadline has passed.
+// - Who may call: fibers and OS threads, mixed; a waiting fiber parks (its worker
+//   runs other fibers). release() may be called by anyone, not only an acquirer.
+// - Memory ordering: a release() synchronizes-with every acquire it admits
+//   (seq_cst on ticket and grant: the release shortcut "RMW grant; LD ticket"
+//   and the acquire "RMW ticket; LD grant" form a Dekker pair).
+// - Lifetime: destroying a semaphore with threads or fibers waiting on it is
+//   undefined; debug builds (TESSERA_CHECKS) abort with a message saying so.
+//
+// Timed acquisition (the part a ticket semaphore makes hard)
+//   A waiter holds a ticket t before it waits. If it times out, ticket t stays in
+//   the queue: some later release will grant it. The waiter therefore *cancels*
+//   t: under the semaphore's small cancellation lock it increments `cancelled_`,
+//   then re-reads the grant.
+//     - grant > t already: the permit arrived in time; the waiter withdraws the
+//       cancellation and returns true (it acquired — at the deadline).
+//     - else it records t in the cancelled list and returns false.
+//   Every release, after advancing the grant, loads `cancelled_` (seq_cst: a
+//   Dekker pair with the canceller's increment-then-load). If non-zero it takes
+//   the cancellation lock, removes every recorded ticket the grant has passed,
+//   and forwards their permits: grant += k (waking the tickets this admits, and
+//   repeating while the new grant passes more cancelled tickets). So each permit
+//   granted to a cancelled ticket goes to the next ticket in line — exactly one
+//   permit in, one permit out; nothing lost or duplicated, nobody behind a
+//   cancelled ticket stuck. The uncontended fast paths never take the lock.
+//
+// Misuse
+// - Initial count outside [0, max()], release(n) with n < 0 or n > max(): throw
+//   std::invalid_argument, state unchanged.
+// - release(n) that would lift the count past max(): detected before the state
+//   changes when no other release races (throws std::invalid_argument); in debug
+//   builds a racing overshoot is caught after the fact and aborts.
+#pragma once
+
+#include <tessera/detail/cpu.h>
+#include <tessera/wait_chain.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace tessera {
+
+/// Tunables of the TWA semaphore's waiting strategy (process-wide; read on slow
+/// paths only, so they may be changed at any time, e.g. by a benchmark sweep).
+struct twa_tuning {
+  /// Waiters fewer than this many tickets from the grant wait short-term
+  /// (spin, then park); the others park at once. Listing 2 default: 1. 0 = never spin.
+  std::atomic<std::uint32_t> long_term_threshold{1};
+  /// Spin iterations (PAUSE each) a short-term waiter tries before parking.
+  std::atomic<std::uint32_t> spin_iterations{1024};
+};
+
+/// The process-wide tuning block.
+twa_tuning& twa_config() noexcept;
+
+namespace detail {
+
+/// The untyped TWA semaphore behind counting_semaphore<N>. Fast paths inline;
+/// waiting, waking and cancellation in sync/semaphore.cpp.
+class twa_semaphore {
+ public:
+  twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max);
+  ~twa_semaphore();
+  twa_semaphore(const twa_semaphore&) = delete;
+  twa_semaphore& operator=(const twa_semaphore&) = delete;
+
+  void acquire() {
+    const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
+    if (admitted(t)) return;
+    wait(t, nullptr);
+  }
+
+  bool try_acquire() noexcept {
+    std::uint64_t t = ticket_.load(std::memory_order_relaxed);
+    // Succeed only if ticket t would be admitted at once: never jumps the queue.
+    while (admitted(t)) {
+      if (ticket_.compare_exchange_weak(t, t + 1, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+    if (try_acquire()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
+    const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
+    if (admitted(t)) return true;
+    return wait(t, &deadline);
+  }
+
+  void release(std::ptrdiff_t update, std::ptrdiff_t max) {
+    if (update < 0 || update > max) [[unlikely]] bad_update(update, max);
+    const auto n = static_cast<std::uint64_t>(update);
+    if (max != std::numeric_limits<std::ptrdiff_t>::max()) check_headroom(n, max);
+    const std::uint64_t g = grant_.fetch_add(n, std::memory_order_seq_cst);
+    const std::uint64_t t = ticket_.load(std::memory_order_seq_cst);
+    // Fast-path shortcut (Listing 2): no ticket beyond the old grant, so nobody
+    // waits and nothing was cancelled that this release could reach.
+    if (static_cast<std::int64_t>(t - g) <= 0) return;
+    after_release(g, n, t, max);
+  }
+
+  /// Permits currently free (0 when anybody waits). A snapshot, for tests and debugging.
+  std::ptrdiff_t available() const noexcept {
+    const auto d = static_cast<std::int64_t>(grant_.load() - ticket_.load());
+    return d > 0 ? static_cast<std::ptrdiff_t>(d) : 0;
+  }
+
+  /// Tickets queued and not cancelled: threads/fibers waiting right now. A snapshot.
+  std::ptrdiff_t waiting() const noexcept {
+    const auto d = static_cast<std::int64_t>(ticket_.load() - grant_.load()) -
+                   static_cast<std::int64_t>(cancelled_.load());
+    return d > 0 ? static_cast<std::ptrdiff_t>(d) : 0;
+  }
+
+ private:
+  bool admitted(std::uint64_t t) const noexcept {
+    return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) > 0;
+  }
+  /// Listing 3's TWAHash: consecutive tickets 17 chains apart.
+  std::uint32_t twa_hash(std::uint64_t ticket) const noexcept {
+    return hash_base_ + static_cast<std::uint32_t>(ticket) * 17u;
+  }
+
+  bool wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline);
+  bool cancel(std::uint64_t t);
+  void wake(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets) noexcept;
+  void after_release(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets,
+                     std::ptrdiff_t max);
+  void forward_cancelled();
+  void check_headroom(std::uint64_t n, std::ptrdiff_t max) const;
+  [[noreturn]] void bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const;
+  void lock_cancellations() noexcept;
+  void unlock_cancellations() noexcept { cancel_lock_.store(false, std::memory_order_release); }
+
+  // Ticket and grant share a line: release's shortcut reads both (Listing 2 note).
+  alignas(128) std::atomic<std::uint64_t> ticket_{0};
+  std::atomic<std::uint64_t> grant_{0};
+  std::atomic<std::uint32_t> cancelled_{0};  // tickets in cancelled_list_
+  std::atomic<bool> cancel_lock_{false};
+  std::uint32_t hash_base_;
+  std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_
+};
+
+}  // namespace detail
+
+/// A counting semaphore with FIFO admission (the TWA semaphore), API of
+/// std::counting_semaphore. `LeastMaxValue`: the largest count it must hold.
+template <std::ptrdiff_t LeastMaxValue = std::numeric_limits<std::ptrdiff_t>::max()>
+class counting_semaphore {
+  static_assert(LeastMaxValue >= 0, "tessera::counting_semaphore: LeastMaxValue must be >= 0");
+
+ public:
+  /// The largest count the semaphore holds: exactly LeastMaxValue.
+  static constexpr std::ptrdiff_t max() noexcept { return LeastMaxValue; }
+
+  /// Starts with `desired` free permits.
+  /// Throws std::invalid_argument unless 0 <= desired <= max().
+  explicit counting_semaphore(std::ptrdiff_t desired) : core_(desired, max()) {}
+  counting_semaphore(const counting_semaphore&) = delete;
+  counting_semaphore& operator=(const counting_semaphore&) = delete;
+
+  /// Adds `update` permits, admitting the next `update` queued acquirers in FIFO
+  /// order (Listings 2/3, SemaPost). Wakes exactly the waiters it admits, plus
+  /// the successor-of-successor when it comes within LongTermThreshold.
+  /// Precondition: 0 <= update <= max() and count + update <= max(); otherwise
+  /// throws std::invalid_argument with nothing changed (see "Misuse" above).
+  void release(std::ptrdiff_t update = 1) { core_.release(update, max()); }
+
+  /// Takes a permit, waiting in FIFO order as long as needed (Listing 3, SemaTake):
+  /// spins briefly when next in line, otherwise parks.
+  void acquire() { core_.acquire(); }
+
+  /// Takes a permit if one is free and nobody is queued; never waits, takes no ticket.
+  bool try_acquire() noexcept { return core_.try_acquire(); }
+
+  /// Takes a permit, waiting at most `rel_time` (rounded up to the steady clock's
+  /// tick). Returns false, holding nothing, if none was granted by then. A zero or
+  /// negative `rel_time` behaves as try_acquire().
+  template <class Rep, class Period>
+  bool try_acquire_for(const std::chrono::duration<Rep, Period>& rel_time) {
+    if (rel_time <= rel_time.zero()) return try_acquire();
+    const auto d = std::chrono::ceil<std::chrono::steady_clock::duration>(rel_time);
+    return core_.try_acquire_until(std::chrono::steady_clock::now() + d);
+  }
+
+  /// Takes a permit, waiting until `abs_time` on `Clock` at most. Returns false,
+  /// holding nothing, if none was granted by then (never earlier).
+  template <class Clock, class Duration>
+  bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& abs_time) {
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      return core_.try_acquire_until(
+          std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs_time));
+    } else {
+      // Other clocks may jump: wait in steady-clock slices until Clock says so.
+      for (;;) {
+        const auto left = abs_time - Clock::now();
+        if (left <= left.zero()) return try_acquire();
+        if (try_acquire_for(left)) return true;
+      }
+    }
+  }
+
+  /// Free permits right now (0 while anybody waits). A racy snapshot; Tessera extension.
+  std::ptrdiff_t available() const noexcept { return core_.available(); }
+
+  /// Threads and fibers queued in acquire/try_acquire_for right now (timed-out ones
+  /// excluded). A racy snapshot, for tests and monitoring; Tessera extension.
+  std::ptrdiff_t waiting() const noexcept { return core_.waiting(); }
+
+ private:
+  detail::twa_semaphore core_;
+};
+
+/// A semaphore whose count is 0 or 1 (std::binary_semaphore's API).
+using binary_semaphore = counting_semaphore<1>;
+
+}  // namespace tessera

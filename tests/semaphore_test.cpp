@@ -1,0 +1,329 @@
+// Semaphores: the TWA counting_semaphore (behaviour, FIFO, timeouts, the timed-
+// acquisition stress, misuse) and the Listing 1/2 baselines.
+#include <tessera/semaphore.h>
+#include <tessera/ticket_semaphore.h>
+#include <tessera/twa_spin_semaphore.h>
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tessera::test {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Behaviour common to all three semaphores.
+template <class S>
+class AnySemaphore : public ::testing::Test {};
+using SemaphoreTypes =
+    ::testing::Types<counting_semaphore<>, ticket_semaphore, twa_spin_semaphore>;
+TYPED_TEST_SUITE(AnySemaphore, SemaphoreTypes);
+
+TYPED_TEST(AnySemaphore, InitialCountIsExactlyTheNumberOfFreePermits) {
+  TypeParam s(3);
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_FALSE(s.try_acquire());
+  s.release(2);
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_FALSE(s.try_acquire());
+}
+
+TYPED_TEST(AnySemaphore, ActsAsMutexUnderContention) {
+  watchdog dog("AnySemaphore mutex", 60s);
+  TypeParam s(1);
+  long shared = 0;  // protected by s: TSan checks the happens-before edges
+  constexpr int kThreads = 2, kIters = 20000;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < kIters; ++k) {
+        s.acquire();
+        ++shared;
+        s.release();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared, kThreads * kIters);
+}
+
+TYPED_TEST(AnySemaphore, NegativeInitialCountThrows) {
+  EXPECT_THROW(TypeParam s(-1), std::invalid_argument);
+}
+
+TYPED_TEST(AnySemaphore, NegativeReleaseThrowsAndChangesNothing) {
+  TypeParam s(0);
+  EXPECT_THROW(s.release(-1), std::invalid_argument);
+  EXPECT_FALSE(s.try_acquire());
+}
+
+// ---------------------------------------------------------------------------
+// The TWA semaphore, under several waiting strategies.
+struct tuning {
+  std::uint32_t threshold;
+  std::uint32_t spins;
+};
+
+class Twa : public ::testing::TestWithParam<tuning> {
+ protected:
+  void SetUp() override {
+    saved_ = {twa_config().long_term_threshold.load(), twa_config().spin_iterations.load()};
+    twa_config().long_term_threshold = GetParam().threshold;
+    twa_config().spin_iterations = GetParam().spins;
+  }
+  void TearDown() override {
+    twa_config().long_term_threshold = saved_.threshold;
+    twa_config().spin_iterations = saved_.spins;
+  }
+  tuning saved_{};
+};
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
+                         ::testing::Values(tuning{1, 1024}, tuning{0, 0}, tuning{3, 16}),
+                         [](const auto& p) {
+                           return "threshold" + std::to_string(p.param.threshold) + "_spin" +
+                                  std::to_string(p.param.spins);
+                         });
+
+// Arrivals are sequenced (thread i takes its ticket only after thread i-1 is
+// queued); releases admit one at a time; admission order must be arrival order.
+TEST_P(Twa, FifoAdmissionFollowsTicketOrder) {
+  watchdog dog("FIFO", 60s);
+  counting_semaphore<> s(0);
+  constexpr int kThreads = 8;
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      s.acquire();
+      std::lock_guard lock(mu);
+      order.push_back(i);
+    });
+    ASSERT_TRUE(eventually([&] { return s.waiting() == i + 1; }));
+  }
+  for (int i = 0; i < kThreads; ++i) {
+    s.release(1);
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard lock(mu);
+      return static_cast<int>(order.size()) == i + 1;
+    }));
+  }
+  for (auto& t : threads) t.join();
+  std::vector<int> expected(kThreads);
+  for (int i = 0; i < kThreads; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+}
+
+TEST_P(Twa, ReleaseNAdmitsExactlyN) {
+  watchdog dog("release(n)", 60s);
+  counting_semaphore<> s(0);
+  constexpr int kThreads = 7;
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      s.acquire();
+      admitted.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return s.waiting() == kThreads; }));
+  s.release(3);
+  ASSERT_TRUE(eventually([&] { return admitted.load() == 3; }));
+  // Nobody else may pass: give any wrongly admitted thread time to show itself.
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(admitted.load(), 3);
+  EXPECT_EQ(s.waiting(), kThreads - 3);
+  s.release(kThreads - 3);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), kThreads);
+  EXPECT_EQ(s.available(), 0);
+}
+
+TEST_P(Twa, TryAcquireNeverBargesAheadOfAQueuedWaiter) {
+  counting_semaphore<> s(0);
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    s.acquire();
+    got = true;
+  });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  s.release(1);                   // the permit now belongs to the queued ticket
+  EXPECT_FALSE(s.try_acquire());  // so this must not take it
+  t.join();
+  EXPECT_TRUE(got.load());
+}
+
+TEST_P(Twa, TimeoutsAreNeverEarlyNorGrosslyLate) {
+  counting_semaphore<> s(0);
+  for (auto timeout : {1ms, 5ms, 30ms}) {
+    const auto start = clock::now();
+    EXPECT_FALSE(s.try_acquire_for(timeout));
+    const auto elapsed = clock::now() - start;
+    EXPECT_GE(elapsed, timeout);
+    EXPECT_LT(elapsed, timeout + 500ms);
+    const auto start2 = clock::now();
+    EXPECT_FALSE(s.try_acquire_until(start2 + timeout));
+    EXPECT_GE(clock::now(), start2 + timeout);
+  }
+  EXPECT_FALSE(s.try_acquire_for(0ms));
+  EXPECT_FALSE(s.try_acquire_for(-5ms));
+  // A non-steady clock works too.
+  const auto sys_start = std::chrono::system_clock::now();
+  EXPECT_FALSE(s.try_acquire_until(sys_start + 10ms));
+  EXPECT_GE(std::chrono::system_clock::now(), sys_start + 10ms);
+  EXPECT_EQ(s.waiting(), 0);
+  s.release(1);
+  EXPECT_TRUE(s.try_acquire_for(0ms));  // zero timeout still takes a free permit
+}
+
+TEST_P(Twa, TimedOutWaiterNeitherLosesAPermitNorBlocksLaterTickets) {
+  watchdog dog("timed-out waiter", 60s);
+  counting_semaphore<> s(0);
+  // Ticket 0 times out; ticket 1 queued behind it must get the next permit.
+  std::thread early([&] { EXPECT_FALSE(s.try_acquire_for(100ms)); });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  std::atomic<bool> later_got{false};
+  std::thread later([&] {
+    s.acquire();
+    later_got = true;
+  });
+  early.join();
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));  // only `later` remains
+  EXPECT_FALSE(later_got.load());
+  s.release(1);  // granted to the cancelled ticket 0, forwarded to ticket 1
+  later.join();
+  EXPECT_TRUE(later_got.load());
+  EXPECT_EQ(s.available(), 0);
+  s.release(1);
+  EXPECT_EQ(s.available(), 1);
+  EXPECT_TRUE(s.try_acquire());
+}
+
+TEST_P(Twa, MutexStyleTimeoutKeepsMutualExclusion) {
+  binary_semaphore s(1);
+  s.acquire();  // held
+  std::thread t([&] { EXPECT_FALSE(s.try_acquire_for(20ms)); });
+  t.join();
+  EXPECT_FALSE(s.try_acquire()) << "a timed-out waiter admitted someone while the holder holds";
+  s.release();
+  EXPECT_TRUE(s.try_acquire()) << "the permit forwarded past the cancelled ticket was lost";
+  s.release();
+}
+
+// The timed-acquisition stress: threads mix acquire, try_acquire and
+// timed acquires (zero, tiny and long timeouts, both clocks' forms) with
+// release(n). Afterwards: permits in == permits out + count, nobody queued, and
+// at no time more holders than permits.
+TEST_P(Twa, StressMixedTimedAcquisitionConservesPermits) {
+  watchdog dog("timed-acquisition stress", 120s);
+  constexpr std::ptrdiff_t kInitial = 3;
+  constexpr int kThreads = 6;
+  constexpr int kIters = 20000;
+  const auto time_budget = clock::now() + 8s;
+  counting_semaphore<> s(kInitial);
+  std::atomic<long> acquired{0}, released{0};
+  std::atomic<int> holders{0}, max_holders{0};
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([&, id] {
+      std::mt19937 rng(1234u + static_cast<unsigned>(id));
+      for (int it = 0; it < kIters && clock::now() < time_budget; ++it) {
+        int got = 0;
+        switch (rng() % 7) {
+          case 0: s.acquire(); got = 1; break;
+          case 1: got = s.try_acquire(); break;
+          case 2: got = s.try_acquire_for(0ms); break;
+          case 3: got = s.try_acquire_for(std::chrono::microseconds(rng() % 20)); break;
+          case 4: got = s.try_acquire_until(clock::now() + std::chrono::microseconds(rng() % 200)); break;
+          case 5: got = s.try_acquire_for(50ms); break;
+          case 6:  // take two, give both back with one release(2)
+            if (s.try_acquire_for(1ms)) {
+              got = 1;
+              if (s.try_acquire_for(std::chrono::microseconds(100))) got = 2;
+            }
+            break;
+        }
+        if (got == 0) continue;
+        acquired.fetch_add(got);
+        const int h = holders.fetch_add(got) + got;
+        int m = max_holders.load();
+        while (h > m && !max_holders.compare_exchange_weak(m, h)) {}
+        if (rng() % 4 == 0) std::this_thread::yield();
+        holders.fetch_sub(got);
+        released.fetch_add(got);
+        s.release(got);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(max_holders.load(), kInitial) << "more holders than permits";
+  EXPECT_EQ(acquired.load(), released.load());
+  EXPECT_EQ(s.waiting(), 0);
+  // permits in (initial + releases) == permits out (acquisitions) + count
+  EXPECT_EQ(kInitial + released.load(), acquired.load() + s.available());
+  EXPECT_GT(acquired.load(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Misuse: clear errors that name the object and the rule, and lose nothing.
+template <class Fn>
+std::string what_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+TEST(SemaphoreMisuse, InitialCountOutsideRangeIsRejectedWithMessage) {
+  EXPECT_NE(what_of([] { counting_semaphore<> s(-1); }).find("initial count -1 is outside [0, max()]"),
+            std::string::npos);
+  EXPECT_NE(what_of([] { binary_semaphore s(2); }).find("tessera::counting_semaphore<1>"),
+            std::string::npos);
+}
+
+TEST(SemaphoreMisuse, ReleaseOutsideRangeIsRejectedAndLosesNothing) {
+  binary_semaphore s(0);
+  EXPECT_NE(what_of([&] { s.release(-1); }).find("update -1 is outside [0, max()]"), std::string::npos);
+  EXPECT_NE(what_of([&] { s.release(2); }).find("update 2"), std::string::npos);
+  s.release(1);
+  EXPECT_NE(what_of([&] { s.release(1); }).find("would exceed max()"), std::string::npos);
+  EXPECT_EQ(s.available(), 1) << "a rejected release changed the count";
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_FALSE(s.try_acquire());
+}
+
+TEST(SemaphoreMisuse, MaxIsLeastMaxValue) {
+  static_assert(binary_semaphore::max() == 1);
+  static_assert(counting_semaphore<5>::max() == 5);
+  counting_semaphore<5> s(5);
+  EXPECT_THROW(s.release(1), std::invalid_argument);
+  EXPECT_EQ(s.available(), 5);
+}
+
+#if TESSERA_CHECKS
+TEST(SemaphoreMisuseDeathTest, DestroyingWithWaitersAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto* s = new counting_semaphore<>(0);
+        std::thread([s] { s->acquire(); }).detach();
+        while (s->waiting() == 0) std::this_thread::yield();
+        delete s;
+      },
+      "counting_semaphore destroyed while threads or fibers wait on it");
+}
+#endif
+
+}  // namespace
+}  // namespace tessera::test

@@ -1,0 +1,59 @@
+// Helpers shared by the tests: bounded polling and a watchdog for stress tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+namespace tessera::test {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+/// Polls `cond` (yielding) until it holds or `limit` passes; returns its last value.
+/// For observing another thread reach a state, never as a substitute for a sync.
+template <class Cond>
+bool eventually(Cond&& cond, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = clock::now() + limit;
+  while (!cond()) {
+    if (clock::now() >= deadline) return cond();
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+/// Aborts the process with a message if not disarmed within `limit`: a hung
+/// stress test fails loudly instead of stalling CI.
+class watchdog {
+ public:
+  explicit watchdog(const char* what, std::chrono::seconds limit = 120s)
+      : thread_([this, what, limit] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "watchdog: '%s' still running after %llds: stuck\n", what,
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tessera::test
