@@ -4,6 +4,7 @@
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,6 +80,8 @@ void thread_unpark(waiter& who) noexcept {
   }
 }
 
+void thread_yield(waiter&) { sched_yield(); }
+
 // Type-stable pool of thread waiter records: allocated once, recycled when a
 // thread exits, never freed (DESIGN.md: a stale unpark must stay harmless).
 struct thread_waiter_pool {
@@ -131,7 +134,8 @@ constinit thread_local waiter* tls_thread = nullptr;
 }  // namespace
 
 namespace detail {
-const park_ops thread_park_ops{&thread_park, &thread_park_until, &thread_unpark, "thread"};
+const park_ops thread_park_ops{&thread_park, &thread_park_until, &thread_unpark, &thread_yield,
+                               "thread"};
 
 waiter*& current_waiter_slot() noexcept {
   if (tls_current == nullptr) init_thread_waiter();
@@ -157,6 +161,11 @@ void park() {
 bool park_until(std::chrono::steady_clock::time_point deadline) {
   waiter* w = self();
   return w->ops->park_until(*w, deadline);
+}
+
+void yield_now() {
+  waiter* w = self();
+  w->ops->yield(*w);
 }
 
 void unpark(waiter* who) noexcept {

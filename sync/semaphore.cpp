@@ -69,6 +69,7 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
   const auto threshold = static_cast<std::int64_t>(
       cfg.long_term_threshold.load(std::memory_order_relaxed));
   const std::uint32_t spins = cfg.spin_iterations.load(std::memory_order_relaxed);
+  const std::uint32_t yields = cfg.yield_iterations.load(std::memory_order_relaxed);
   wait_chain& chain = chain_at(twa_hash(t));
   auto is_admitted = [this, t] { return admitted(t); };
 
@@ -89,6 +90,11 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
         }
       }
       if (r == spin_result::timed_out) return cancel(t);
+      for (std::uint32_t i = 0; i < yields; ++i) {
+        yield_now();
+        if (admitted(t)) return true;
+        if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return cancel(t);
+      }
       if (chain_wait(chain, is_admitted, deadline)) return true;
       return cancel(t);
     }

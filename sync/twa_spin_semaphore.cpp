@@ -47,10 +47,10 @@ void twa_spin_semaphore::release(std::ptrdiff_t update) {
   const auto n = static_cast<std::uint64_t>(update);
   const std::uint64_t g = grant_.fetch_add(n) + n;  // the new grant
   const std::uint64_t t = ticket_.load();
-  // Listing 2's shortcut: nobody waits at or beyond the threshold of the new grant.
-  if (static_cast<std::int64_t>(g + long_term_threshold - t) >= 0) return;
   // Tickets [g - n + L, g + L) just came within the threshold: poke their buckets.
   const std::uint64_t first = g - n + long_term_threshold;
+  // Listing 2's shortcut (old grant + L >= ticket): none of those tickets was taken.
+  if (static_cast<std::int64_t>(first - t) >= 0) return;
   const std::uint64_t last = std::min<std::uint64_t>(g + long_term_threshold, t);
   for (std::uint64_t k = first; k < last; ++k) {
     detail::spin_bucket_at(hash(k)).update_sequence.fetch_add(1);

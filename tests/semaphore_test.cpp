@@ -327,3 +327,46 @@ TEST(SemaphoreMisuseDeathTest, DestroyingWithWaitersAborts) {
 
 }  // namespace
 }  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+// Regression: twa_spin_semaphore's release shortcut compared the *new* grant with
+// the ticket counter, so with exactly one far waiter (ticket == old grant + 1)
+// it skipped the poke and that waiter spun forever on its bucket. Four threads
+// contending a lock-style semaphore hung within milliseconds.
+TEST(TwaSpinSemaphore, SoleFarWaiterIsPokedWhenItComesWithinThreshold) {
+  watchdog dog("twa_spin far waiter", 60s);
+  twa_spin_semaphore s(0);
+  std::atomic<int> admitted{0};
+  std::thread near([&] { s.acquire(); admitted.fetch_add(1); });  // ticket 0: near
+  ASSERT_TRUE(eventually([&] { return !s.try_acquire() && admitted.load() == 0; }));
+  std::this_thread::sleep_for(5ms);  // let `near` take ticket 0 before `far` arrives
+  std::thread far([&] { s.acquire(); admitted.fetch_add(1); });   // ticket 1: far
+  std::this_thread::sleep_for(5ms);
+  s.release();  // admits ticket 0; ticket 1 comes within the threshold: must be poked
+  ASSERT_TRUE(eventually([&] { return admitted.load() == 1; }));
+  s.release();
+  near.join();
+  far.join();
+  EXPECT_EQ(admitted.load(), 2);
+}
+
+TEST(TwaSpinSemaphore, FourThreadsContendingALockMakeProgress) {
+  watchdog dog("twa_spin 4 threads", 60s);
+  twa_spin_semaphore s(1);
+  long shared = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 2000; ++k) {
+        s.acquire();
+        ++shared;
+        s.release();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared, 8000);
+}
+}  // namespace
+}  // namespace tessera::test

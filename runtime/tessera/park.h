@@ -45,6 +45,8 @@ struct park_ops {
   bool (*park_until)(waiter& self, std::chrono::steady_clock::time_point deadline);
   /// Make `who`'s permit available and wake it if parked. Must tolerate stale `who`.
   void (*unpark)(waiter& who) noexcept;
+  /// Give the processor to another runnable thread/fiber, staying runnable.
+  void (*yield)(waiter& self);
   /// Kind name, for diagnostics ("thread", "fiber").
   const char* name;
 };
@@ -77,6 +79,10 @@ void park();
 /// Returns true if a permit was consumed, false if `deadline` passed first (the
 /// call never returns false before `deadline`).
 bool park_until(std::chrono::steady_clock::time_point deadline);
+
+/// Lets another runnable thread (sched_yield) or fiber (the worker's next) run;
+/// the caller stays runnable. For polite waiting phases between spin and park.
+void yield_now();
 
 /// Makes `who`'s permit available (at most one; permits do not accumulate) and
 /// wakes it if parked. Precondition: `who` came from `self()` (possibly on a

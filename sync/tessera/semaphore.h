@@ -68,6 +68,10 @@ struct twa_tuning {
   std::atomic<std::uint32_t> long_term_threshold{1};
   /// Spin iterations (PAUSE each) a short-term waiter tries before parking.
   std::atomic<std::uint32_t> spin_iterations{1024};
+  /// After spinning, times a short-term waiter yields its processor (staying
+  /// runnable, so a preempted ticket holder can run) before it parks. Under
+  /// oversubscription this turns a futex wake per hand-over into a cheaper yield.
+  std::atomic<std::uint32_t> yield_iterations{0};
 };
 
 /// The process-wide tuning block.

@@ -1,0 +1,340 @@
+// semabench — the benchmark of Dice & Kogan, "Semaphores Augmented with a
+// Waiting Array" (seed 001, §3), with the peers side by side in one run.
+//
+// T threads each loop { acquire S; advance a shared std::mt19937 one step;
+// release S; advance a thread-private std::mt19937 one step }. S is released
+// once before the threads start, so it behaves as a lock. Reported: aggregate
+// iterations per second, the median of R runs, for each T; ratios against
+// pthread sem_t from the same run (absolute figures drift on a shared machine).
+#include <absl/synchronization/mutex.h>
+#include <semaphore.h>
+#include <tessera/tessera.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <semaphore>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// ---- the contenders: each is a semaphore or a lock with acquire/release ------
+struct twa {
+  static constexpr const char* name = "twa";
+  tessera::counting_semaphore<> s{0};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
+struct twa_spin {
+  static constexpr const char* name = "twa-spin";
+  tessera::twa_spin_semaphore s{0};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
+struct ticket {
+  static constexpr const char* name = "ticket";
+  tessera::ticket_semaphore s{0};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
+struct posix {
+  static constexpr const char* name = "sem_t";
+  sem_t s;
+  posix() { sem_init(&s, 0, 0); }
+  ~posix() { sem_destroy(&s); }
+  void release() { sem_post(&s); }
+  void acquire() {
+    while (sem_wait(&s) != 0) {
+    }
+  }
+};
+struct std_sem {
+  static constexpr const char* name = "std::counting_semaphore";
+  std::counting_semaphore<> s{0};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
+// Locks: "released once before the threads start" means starting unlocked.
+struct std_mutex {
+  static constexpr const char* name = "std::mutex";
+  std::mutex m;
+  bool first = true;
+  void release() {
+    if (first) {
+      first = false;  // the initial post: a lock starts unlocked
+      return;
+    }
+    m.unlock();
+  }
+  void acquire() { m.lock(); }
+};
+struct absl_mutex {
+  static constexpr const char* name = "absl::Mutex";
+  absl::Mutex m;
+  bool first = true;
+  void release() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (first) {
+      first = false;
+      return;
+    }
+    m.Unlock();
+  }
+  void acquire() ABSL_NO_THREAD_SAFETY_ANALYSIS { m.Lock(); }
+};
+
+using clock_type = std::chrono::steady_clock;
+
+// One run: T threads for `seconds`; returns aggregate iterations per second.
+template <class S>
+double run_once(int threads, double seconds) {
+  auto sem = std::make_unique<S>();
+  std::mt19937 shared_rng(42);
+  sem->release();  // post once: the semaphore now acts as a lock
+  std::atomic<bool> stop{false};
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);  // padded
+  std::latch ready(threads + 1);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([&, i] {
+      std::mt19937 private_rng(static_cast<unsigned>(i) + 1);
+      std::uint64_t n = 0;
+      std::uint32_t sink = 0;
+      ready.arrive_and_wait();
+      while (!stop.load(std::memory_order_relaxed)) {
+        sem->acquire();
+        sink += shared_rng();  // critical section: one step of the shared PRNG
+        sem->release();
+        sink += private_rng();  // non-critical section: one private step
+        ++n;
+      }
+      counts[static_cast<std::size_t>(i) * 16] = n + (sink == 0xFFFFFFFFu);
+    });
+  }
+  ready.arrive_and_wait();
+  const auto start = clock_type::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop.store(true, std::memory_order_relaxed);
+  const auto stop_time = clock_type::now();
+  for (auto& t : pool) t.join();
+  std::uint64_t total = 0;
+  for (int i = 0; i < threads; ++i) total += counts[static_cast<std::size_t>(i) * 16];
+  return static_cast<double>(total) /
+         std::chrono::duration<double>(stop_time - start).count();
+}
+
+struct impl_entry {
+  std::string name;
+  std::function<double(int, double)> run;
+};
+
+template <class S>
+impl_entry entry() {
+  return {S::name, [](int t, double s) { return run_once<S>(t, s); }};
+}
+
+std::vector<impl_entry> all_impls() {
+  return {entry<twa>(),    entry<twa_spin>(),  entry<ticket>(),    entry<posix>(),
+          entry<std_sem>(), entry<std_mutex>(), entry<absl_mutex>()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string human(double ops) {
+  char buf[32];
+  if (ops >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", ops / 1e6);
+  } else if (ops >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.1fk", ops / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f", ops);
+  }
+  return buf;
+}
+
+bool write_plot(const std::string& csv, const std::string& png,
+                const std::vector<std::string>& impls) {
+  std::string script = "set terminal pngcairo size 1000,650 enhanced font 'sans,11'\n";
+  script += "set output '" + png + "'\n";
+  script +=
+      "set title 'semabench: aggregate throughput vs threads (median of runs)'\n"
+      "set xlabel 'threads'\nset ylabel 'iterations / s (log scale)'\n"
+      "set logscale y\nset logscale x 2\nset grid\nset key outside right\n"
+      "set datafile separator ','\n";
+  script += "plot ";
+  for (std::size_t i = 0; i < impls.size(); ++i) {
+    if (i) script += ", ";
+    script += "'" + csv + "' using (strcol(1) eq '" + impls[i] +
+              "' ? $2 : NaN):3 with linespoints lw 2 title '" + impls[i] + "'";
+  }
+  script += "\n";
+  FILE* gp = popen("gnuplot 2>&1", "w");
+  if (gp == nullptr) return false;
+  std::fputs(script.c_str(), gp);
+  return pclose(gp) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"semabench: the TWA-semaphore paper's benchmark (Dice & Kogan, §3), with peers"};
+  std::vector<int> threads{1, 2, 4, 8, 16, 32};
+  double seconds = 2.0;
+  int runs = 5;
+  bool quick = false;
+  std::vector<std::string> impl_names;
+  std::string csv_path = "semabench.csv";
+  std::string plot_path = "semabench.png";
+  std::uint32_t threshold = tessera::twa_config().long_term_threshold.load();
+  std::uint32_t spins = tessera::twa_config().spin_iterations.load();
+  std::uint32_t yields = tessera::twa_config().yield_iterations.load();
+
+  std::vector<std::string> known;
+  for (auto& e : all_impls()) known.push_back(e.name);
+  app.add_option("-t,--threads", threads, "Thread counts to measure")
+      ->check(CLI::PositiveNumber)
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("-s,--seconds", seconds, "Measurement interval of one run, seconds")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  app.add_option("-r,--runs", runs, "Runs per point; the median is reported")
+      ->check(CLI::Range(1, 101))
+      ->capture_default_str();
+  app.add_option("-i,--impl", impl_names, "Implementations to run (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(known));
+  app.add_flag("-q,--quick", quick, "Quick mode: 0.4 s x 3 runs per point (about 1 minute)");
+  app.add_option("--csv", csv_path, "Write medians as CSV here")->capture_default_str();
+  app.add_option("--plot", plot_path, "Write a PNG plot here ('' to skip)")->capture_default_str();
+  app.add_option("--threshold", threshold, "TWA LongTermThreshold (tickets)")->capture_default_str();
+  app.add_option("--spin", spins, "TWA short-term spin iterations")->capture_default_str();
+  app.add_option("--yield", yields, "TWA short-term yields before parking")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (quick) {
+    seconds = 0.4;
+    runs = 3;
+  }
+  tessera::twa_config().long_term_threshold = threshold;
+  tessera::twa_config().spin_iterations = spins;
+  tessera::twa_config().yield_iterations = yields;
+  std::vector<impl_entry> impls;
+  for (auto& e : all_impls()) {
+    if (impl_names.empty() ||
+        std::find(impl_names.begin(), impl_names.end(), e.name) != impl_names.end()) {
+      impls.push_back(std::move(e));
+    }
+  }
+
+  const unsigned cores = std::thread::hardware_concurrency();
+  std::printf("semabench: %zu implementations x %zu thread counts x %d runs of %.2f s (%u cores)\n",
+              impls.size(), threads.size(), runs, seconds, cores);
+  std::printf("TWA tuning: LongTermThreshold=%u, spin=%u, yield=%u\n\n", threshold, spins, yields);
+
+  // results[impl][threads] = median ops/s
+  std::map<std::string, std::map<int, double>> results;
+  std::map<std::string, std::map<int, std::pair<double, double>>> spread;
+  const std::size_t total = impls.size() * threads.size() * static_cast<std::size_t>(runs);
+  std::size_t done = 0;
+  for (int t : threads) {
+    for (auto& e : impls) {
+      std::vector<double> samples;
+      for (int r = 0; r < runs; ++r) {
+        std::fprintf(stderr, "\r[%3zu/%3zu] T=%-3d %-24s run %d/%d   ", ++done, total, t,
+                     e.name.c_str(), r + 1, runs);
+        std::fflush(stderr);
+        samples.push_back(e.run(t, seconds));
+      }
+      results[e.name][t] = median(samples);
+      spread[e.name][t] = {*std::min_element(samples.begin(), samples.end()),
+                           *std::max_element(samples.begin(), samples.end())};
+    }
+  }
+  std::fprintf(stderr, "\r%70s\r", "");
+
+  // ---- table: throughput, and ratio to sem_t --------------------------------
+  const bool have_sem_t = results.count("sem_t") != 0;
+  std::printf("Throughput (iterations/s, median of %d)%s\n", runs,
+              have_sem_t ? ", and ratio to sem_t in the same run" : "");
+  std::printf("%-26s", "impl \\ threads");
+  for (int t : threads) std::printf("%16d", t);
+  std::printf("\n");
+  for (auto& e : impls) {
+    std::printf("%-26s", e.name.c_str());
+    for (int t : threads) {
+      const double v = results[e.name][t];
+      char cell[40];
+      if (have_sem_t && results["sem_t"][t] > 0) {
+        std::snprintf(cell, sizeof cell, "%s (%.2fx)", human(v).c_str(), v / results["sem_t"][t]);
+      } else {
+        std::snprintf(cell, sizeof cell, "%s", human(v).c_str());
+      }
+      std::printf("%16s", cell);
+    }
+    std::printf("\n");
+  }
+
+  // ---- the issue's targets, as ratios measured in this run ---------------------
+  auto has = [&](const char* n, int t) { return results.count(n) && results[n].count(t); };
+  std::printf("\nKey ratios (this run):\n");
+  if (has("twa", 1) && has("ticket", 1))
+    std::printf("  T=1   twa / ticket                  = %8.2fx  (target >= 0.9)\n",
+                results["twa"][1] / results["ticket"][1]);
+  if (has("twa", 1) && has("std::counting_semaphore", 1))
+    std::printf("  T=1   twa / std::counting_semaphore = %8.2fx  (target >= 5)\n",
+                results["twa"][1] / results["std::counting_semaphore"][1]);
+  if (has("twa", 4) && has("ticket", 4))
+    std::printf("  T=4   twa / ticket                  = %8.2fx  (target >= 30)\n",
+                results["twa"][4] / results["ticket"][4]);
+  if (has("twa", 4) && has("twa", 32))
+    std::printf("  twa T=32 / twa T=4                  = %8.2fx  (target >= 0.5)\n",
+                results["twa"][32] / results["twa"][4]);
+  for (int t : threads) {
+    if (has("twa", t) && has("sem_t", t) && t > static_cast<int>(cores))
+      std::printf("  T=%-3d twa / sem_t (FIFO vs barging) = %8.3fx\n", t,
+                  results["twa"][t] / results["sem_t"][t]);
+  }
+
+  // ---- CSV and plot ---------------------------------------------------------------
+  if (!csv_path.empty()) {
+    std::ofstream csv(csv_path);
+    if (!csv) {
+      std::fprintf(stderr, "semabench: cannot write CSV to '%s'\n", csv_path.c_str());
+      return 1;
+    }
+    csv << "impl,threads,median_ops_per_s,min_ops_per_s,max_ops_per_s,runs,seconds\n";
+    for (auto& e : impls) {
+      for (int t : threads) {
+        csv << e.name << ',' << t << ',' << results[e.name][t] << ',' << spread[e.name][t].first
+            << ',' << spread[e.name][t].second << ',' << runs << ',' << seconds << '\n';
+      }
+    }
+    std::printf("\nCSV:  %s\n", csv_path.c_str());
+  }
+  if (!plot_path.empty() && !csv_path.empty()) {
+    std::vector<std::string> names;
+    for (auto& e : impls) names.push_back(e.name);
+    if (write_plot(csv_path, plot_path, names)) {
+      std::printf("Plot: %s\n", plot_path.c_str());
+    } else {
+      std::fprintf(stderr, "semabench: gnuplot failed; is gnuplot-nox installed? (scripts/setup.sh)\n");
+      return 1;
+    }
+  }
+  return 0;
+}
