@@ -79,10 +79,16 @@ void address_signal(std::uintptr_t key) noexcept {
 }
 
 void address_signal_polite(std::uintptr_t key) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  // TSan does not model fences: use the exchange form, whose RMW on the chain
+  // head orders the condition store by itself (see address_signal).
+  detail::signal_chain(detail::chain_for_key(key));
+#else
   // Fence: the polite form only loads the chain, so a seq_cst fence keeps the
   // caller's (possibly relaxed or release) condition store before that load.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   detail::signal_chain_polite(detail::chain_for_key(key));
+#endif
 }
 
 std::uint64_t key_monitor(std::uintptr_t key) noexcept {

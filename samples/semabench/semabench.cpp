@@ -168,7 +168,7 @@ std::string human(double ops) {
 
 bool write_plot(const std::string& csv, const std::string& png,
                 const std::vector<std::string>& impls) {
-  std::string script = "set terminal pngcairo size 1000,650 enhanced font 'sans,11'\n";
+  std::string script = "set terminal pngcairo size 1000,650 noenhanced font 'sans,11'\n";
   script += "set output '" + png + "'\n";
   script +=
       "set title 'semabench: aggregate throughput vs threads (median of runs)'\n"

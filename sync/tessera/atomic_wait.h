@@ -7,6 +7,7 @@
 // fiber parks without blocking its worker.
 //
 // Contract
+// - Waiting: polls briefly (64 PAUSEs, then 8 yields) before parking on the chain.
 // - Returns only after observing `a->load() != old` (no spurious returns; ABA:
 //   a value that changes and changes back before the waiter looks is missed, as
 //   with std::atomic::wait).
@@ -21,6 +22,7 @@
 //   picks std::atomic_notify_one & co. by argument-dependent lookup.
 #pragma once
 
+#include <tessera/detail/cpu.h>
 #include <tessera/wait_chain.h>
 
 #include <atomic>
@@ -40,11 +42,27 @@ namespace detail {
 // std::atomic_notify_one by argument-dependent lookup and silently wait or
 // notify in libstdc++'s table instead of ours (a lost wake-up). Name lookup
 // that finds an object performs no ADL, as with std::ranges' niebloids.
+// Listing 3's optional bounded spinning phase before a waiter joins a chain:
+// a few PAUSE polls, then a few yields; a partner that answers within a couple
+// of microseconds saves both sides a futex round trip.
+template <class Pred>
+bool spin_then_yield(Pred&& changed) {
+  for (int i = 0; i < 64; ++i) {
+    if (changed()) return true;
+    cpu_relax();
+  }
+  for (int i = 0; i < 8; ++i) {
+    yield_now();
+    if (changed()) return true;
+  }
+  return false;
+}
+
 struct atomic_wait_fn {
   template <atomic_waitable T>
   void operator()(const std::atomic<T>* a, std::type_identity_t<T> old,
                   std::memory_order order = std::memory_order_seq_cst) const {
-    if (a->load(order) != old) return;  // fast path: no chain traffic
+    if (spin_then_yield([&] { return a->load(order) != old; })) return;
     address_wait_until(reinterpret_cast<std::uintptr_t>(a),
                        [&] { return a->load(order) != old; });
   }
