@@ -7,7 +7,7 @@ pkgs=(
   libboost-context-dev libhwloc-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
   libabsl-dev libboost-fiber-dev libtbb-dev
-  gnuplot-nox
+  gnuplot-nox spin
 )
 missing=()
 for p in "${pkgs[@]}"; do
