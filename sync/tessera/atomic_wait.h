@@ -7,7 +7,8 @@
 // fiber parks without blocking its worker.
 //
 // Contract
-// - Waiting: polls briefly (64 PAUSEs, then 8 yields) before parking on the chain.
+// - Waiting: atomic_wait polls briefly (64 PAUSEs, then 8 yields) before parking
+//   on the chain; atomic_wait_until parks at once.
 // - Returns only after observing `a->load() != old` (no spurious returns; ABA:
 //   a value that changes and changes back before the waiter looks is missed, as
 //   with std::atomic::wait).
@@ -37,11 +38,6 @@ concept atomic_waitable =
 
 namespace detail {
 
-// Function objects rather than functions: an unqualified call such as
-// `atomic_notify_one(&a)` on a std::atomic would otherwise find
-// std::atomic_notify_one by argument-dependent lookup and silently wait or
-// notify in libstdc++'s table instead of ours (a lost wake-up). Name lookup
-// that finds an object performs no ADL, as with std::ranges' niebloids.
 // Listing 3's optional bounded spinning phase before a waiter joins a chain:
 // a few PAUSE polls, then a few yields; a partner that answers within a couple
 // of microseconds saves both sides a futex round trip.
@@ -58,13 +54,18 @@ bool spin_then_yield(Pred&& changed) {
   return false;
 }
 
+// Function objects rather than functions: an unqualified call such as
+// `atomic_notify_one(&a)` on a std::atomic would otherwise find
+// std::atomic_notify_one by argument-dependent lookup and silently wait or
+// notify in libstdc++'s table instead of ours (a lost wake-up). Name lookup
+// that finds an object performs no ADL, as with std::ranges' niebloids.
 struct atomic_wait_fn {
   template <atomic_waitable T>
   void operator()(const std::atomic<T>* a, std::type_identity_t<T> old,
                   std::memory_order order = std::memory_order_seq_cst) const {
-    if (spin_then_yield([&] { return a->load(order) != old; })) return;
-    address_wait_until(reinterpret_cast<std::uintptr_t>(a),
-                       [&] { return a->load(order) != old; });
+    auto changed = [&] { return a->load(order) != old; };
+    if (spin_then_yield(changed)) return;
+    address_wait_until(reinterpret_cast<std::uintptr_t>(a), changed);
   }
 };
 
@@ -73,9 +74,9 @@ struct atomic_wait_until_fn {
   bool operator()(const std::atomic<T>* a, std::type_identity_t<T> old,
                   std::chrono::steady_clock::time_point deadline,
                   std::memory_order order = std::memory_order_seq_cst) const {
-    if (a->load(order) != old) return true;
-    return address_wait_until(
-        reinterpret_cast<std::uintptr_t>(a), [&] { return a->load(order) != old; }, deadline);
+    auto changed = [&] { return a->load(order) != old; };
+    if (changed()) return true;
+    return address_wait_until(reinterpret_cast<std::uintptr_t>(a), changed, deadline);
   }
 };
 
