@@ -135,7 +135,7 @@ constinit thread_local waiter* tls_thread = nullptr;
 
 namespace detail {
 const park_ops thread_park_ops{&thread_park, &thread_park_until, &thread_unpark, &thread_yield,
-                               "thread"};
+                               "thread", true};
 
 waiter*& current_waiter_slot() noexcept {
   if (tls_current == nullptr) init_thread_waiter();
@@ -162,6 +162,8 @@ bool park_until(std::chrono::steady_clock::time_point deadline) {
   waiter* w = self();
   return w->ops->park_until(*w, deadline);
 }
+
+bool should_spin() noexcept { return self()->ops->spin_pays; }
 
 void yield_now() {
   waiter* w = self();

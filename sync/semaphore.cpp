@@ -68,8 +68,11 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
   auto& cfg = twa_config();
   const auto threshold = static_cast<std::int64_t>(
       cfg.long_term_threshold.load(std::memory_order_relaxed));
-  const std::uint32_t spins = cfg.spin_iterations.load(std::memory_order_relaxed);
-  const std::uint32_t yields = cfg.yield_iterations.load(std::memory_order_relaxed);
+  // Fibers do not spin: their park is a user-space switch, and spinning would
+  // hold the worker the grant's holder may be waiting for (should_spin()).
+  const bool spin = should_spin();
+  const std::uint32_t spins = spin ? cfg.spin_iterations.load(std::memory_order_relaxed) : 0;
+  const std::uint32_t yields = spin ? cfg.yield_iterations.load(std::memory_order_relaxed) : 0;
   wait_chain& chain = chain_at(twa_hash(t));
   auto is_admitted = [this, t] { return admitted(t); };
 

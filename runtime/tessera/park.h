@@ -49,6 +49,10 @@ struct park_ops {
   void (*yield)(waiter& self);
   /// Kind name, for diagnostics ("thread", "fiber").
   const char* name;
+  /// Whether spinning before a park pays: true for OS threads (a futex sleep and
+  /// wake-up costs microseconds), false for fibers (a park is a user-space switch,
+  /// and spinning would hold the worker that the awaited fiber may need).
+  bool spin_pays;
 };
 
 /// An identity that can park: an OS thread or a fiber.
@@ -83,6 +87,10 @@ bool park_until(std::chrono::steady_clock::time_point deadline);
 /// Lets another runnable thread (sched_yield) or fiber (the worker's next) run;
 /// the caller stays runnable. For polite waiting phases between spin and park.
 void yield_now();
+
+/// Whether the caller should spin briefly before parking (see park_ops::spin_pays):
+/// true on an OS thread, false on a fiber. The primitives' spin phases ask this.
+bool should_spin() noexcept;
 
 /// Makes `who`'s permit available (at most one; permits do not accumulate) and
 /// wakes it if parked. Precondition: `who` came from `self()` (possibly on a

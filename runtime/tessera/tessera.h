@@ -2,6 +2,7 @@
 //
 // Per-area headers, if you prefer:
 //   <tessera/park.h>               self/park/park_until/unpark (the park façade)
+//   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
 //   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
 //   <tessera/atomic_wait.h>        atomic_wait, atomic_notify_one/all (P0514)
 //   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
@@ -11,6 +12,7 @@
 
 #include <tessera/atomic_wait.h>
 #include <tessera/park.h>
+#include <tessera/runtime.h>
 #include <tessera/semaphore.h>
 #include <tessera/ticket_semaphore.h>
 #include <tessera/twa_spin_semaphore.h>

@@ -40,9 +40,11 @@ namespace detail {
 
 // Listing 3's optional bounded spinning phase before a waiter joins a chain:
 // a few PAUSE polls, then a few yields; a partner that answers within a couple
-// of microseconds saves both sides a futex round trip.
+// of microseconds saves both sides a futex round trip. Fibers skip it
+// (should_spin(): their park is a user-space switch).
 template <class Pred>
 bool spin_then_yield(Pred&& changed) {
+  if (!should_spin()) return changed();  // a fiber: parking is a cheap switch
   for (int i = 0; i < 64; ++i) {
     if (changed()) return true;
     cpu_relax();

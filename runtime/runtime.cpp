@@ -1,0 +1,174 @@
+// The public face of the fiber runtime (tessera/runtime.h) over the engine in sched/.
+#include "tessera/runtime.h"
+
+#include <cstdio>
+#include <ostream>
+#include <system_error>
+#include <thread>
+
+#include "scheduler.h"
+
+namespace tessera {
+namespace detail {
+namespace {
+
+fiber_record* current_fiber() noexcept {
+  waiter* w = self();
+  return w->ops == &fiber_park_ops ? static_cast<fiber_record*>(w->context) : nullptr;
+}
+
+// Fiber-local storage of OS threads that are not fibers.
+struct thread_fls {
+  std::vector<fls_entry> map;
+  ~thread_fls() { destroy_fls(map); }
+};
+
+}  // namespace
+
+fiber_record* start_fiber(fiber_task body, bool joinable) {
+  worker* w = current_worker();
+  if (w == nullptr) {
+    throw std::logic_error(
+        "tessera::fiber: fibers can only be started from a fiber of a running tessera::Runtime "
+        "(inside Runtime::run)");
+  }
+  return w->rt.spawn(*w, std::move(body), joinable);
+}
+
+void join_fiber(fiber_record* f) {
+  waiter* me = self();
+  f->joiner.store(me, std::memory_order_seq_cst);
+  while (!f->done.load(std::memory_order_seq_cst)) park();
+  std::exception_ptr error = std::move(f->error);
+  f->error = nullptr;
+  release_record(f);
+  if (error != nullptr) std::rethrow_exception(error);
+}
+
+void detach_fiber(fiber_record* f) noexcept {
+  f->joinable.store(false, std::memory_order_seq_cst);
+  // If the body already ended with an exception, nobody will ever see it: do what
+  // std::thread does for an exception escaping a detached thread.
+  if (f->done.load(std::memory_order_seq_cst) && f->error != nullptr) {
+    std::fprintf(stderr, "tessera: exception escaped fiber #%llu, which was then detached\n",
+                 static_cast<unsigned long long>(f->id));
+    std::terminate();
+  }
+  release_record(f);
+}
+
+std::uint64_t fiber_id_of(const fiber_record* f) noexcept { return f->id; }
+
+std::uint64_t current_fiber_id() noexcept {
+  const fiber_record* f = current_fiber();
+  return f != nullptr ? f->id : 0;
+}
+
+std::uint64_t fls_new_key() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept) {
+  std::vector<fls_entry>* map = nullptr;
+  if (fiber_record* f = current_fiber()) {
+    map = &f->fls;
+  } else {
+    thread_local thread_fls tfls;
+    map = &tfls.map;
+  }
+  for (auto& e : *map) {
+    if (e.key == key) return e.value;
+  }
+  map->push_back({key, nullptr, destroy});
+  return map->back().value;
+}
+
+}  // namespace detail
+
+// ---- Runtime ----------------------------------------------------------------------
+Runtime::Runtime(options opts) : impl_(std::make_unique<detail::runtime_impl>(opts)) {}
+Runtime::~Runtime() = default;
+
+void Runtime::run_root(detail::fiber_task root) { impl_->run_root(std::move(root)); }
+unsigned Runtime::workers() const noexcept { return impl_->opts.workers; }
+const Runtime::options& Runtime::config() const noexcept { return impl_->opts; }
+std::string Runtime::describe() const {
+  return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned");
+}
+
+Runtime::statistics Runtime::stats() const noexcept {
+  statistics s;
+  s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
+  s.steals = impl_->steals.load(std::memory_order_relaxed);
+  for (const auto& w : impl_->workers) s.steals += w->steals.load(std::memory_order_relaxed);
+  s.remote_wakeups = impl_->remote_wakeups.load(std::memory_order_relaxed);
+  s.worker_sleeps = impl_->worker_sleeps.load(std::memory_order_relaxed);
+  return s;
+}
+
+// ---- fiber ------------------------------------------------------------------------
+namespace {
+[[noreturn]] void terminate_joinable(const char* what, std::uint64_t id) {
+  std::fprintf(stderr,
+               "tessera::fiber: %s a joinable fiber (#%llu); call join() or detach() first\n",
+               what, static_cast<unsigned long long>(id));
+  std::terminate();
+}
+}  // namespace
+
+fiber& fiber::operator=(fiber&& o) noexcept {
+  if (this != &o) {
+    if (rec_ != nullptr) terminate_joinable("assigning over", detail::fiber_id_of(rec_));
+    rec_ = std::exchange(o.rec_, nullptr);
+  }
+  return *this;
+}
+
+fiber::~fiber() {
+  if (rec_ != nullptr) terminate_joinable("destroying", detail::fiber_id_of(rec_));
+}
+
+void fiber::join() {
+  if (rec_ == nullptr) {
+    throw std::system_error(std::make_error_code(std::errc::invalid_argument),
+                            "tessera::fiber::join: the fiber is not joinable");
+  }
+  if (detail::current_fiber_id() == detail::fiber_id_of(rec_)) {
+    throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur),
+                            "tessera::fiber::join: a fiber cannot join itself");
+  }
+  detail::join_fiber(std::exchange(rec_, nullptr));
+}
+
+void fiber::detach() {
+  if (rec_ == nullptr) {
+    throw std::system_error(std::make_error_code(std::errc::invalid_argument),
+                            "tessera::fiber::detach: the fiber is not joinable");
+  }
+  detail::detach_fiber(std::exchange(rec_, nullptr));
+}
+
+std::ostream& operator<<(std::ostream& os, fiber::id i) {
+  if (i == fiber::id{}) return os << "fiber::id(none)";
+  return os << i.value();
+}
+
+// ---- this_fiber -------------------------------------------------------------------
+namespace this_fiber {
+
+void yield() { yield_now(); }
+
+fiber::id get_id() noexcept { return fiber::id(detail::current_fiber_id()); }
+
+void sleep_until(std::chrono::steady_clock::time_point deadline) {
+  if (self()->ops != &detail::fiber_park_ops) {
+    std::this_thread::sleep_until(deadline);
+    return;
+  }
+  // Spurious wake-ups (stale unparks) just go round again.
+  while (std::chrono::steady_clock::now() < deadline) park_until(deadline);
+}
+
+}  // namespace this_fiber
+}  // namespace tessera

@@ -1,0 +1,318 @@
+// tessera/runtime.h — fibers: Runtime, fiber, spawn, this_fiber, fiber_local.
+//
+// A Runtime owns worker threads (one per core by default, placed and pinned by
+// hwloc) that run fibers: user-space threads switched by Boost.Context on
+// pooled, guard-paged stacks. Every primitive in sync/ works unchanged on them:
+// the park façade (park.h) parks a fiber by switching to the next runnable one.
+//
+//   tessera::Runtime rt({.workers = 2});
+//   int sum = rt.run([] {
+//     tessera::fiber f([] { /* ... */ });
+//     f.join();
+//     return 42;
+//   });
+//
+// Scheduling (sched/, documented in sched/scheduler.h): per-worker Chase–Lev
+// deques (owner LIFO, thieves FIFO) with work stealing nearest-first over the
+// hwloc tree; a LIFO "run next" slot for fibers woken by a fiber (as in Go and
+// Tokio), bounded so it cannot starve the queue; an MPSC inbox per worker for
+// wake-ups from other threads; a global FIFO for yields; per-worker timer heaps;
+// idle workers spin for `idle_spin`, then sleep on a futex until work or a timer
+// arrives. Scheduling is cooperative: a fiber runs until it parks, yields or ends.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/park.h"
+
+namespace tessera {
+
+/// How a Runtime is set up. An aggregate: `Runtime rt({.workers = 2});`.
+struct runtime_options {
+  /// Worker threads; 0 means one per core that hwloc reports.
+  unsigned workers = 0;
+  /// Pin each worker to its hardware thread (hwloc_set_cpubind). Ignored where
+  /// the topology is unknown.
+  bool pin_workers = true;
+  /// Usable stack bytes per fiber, rounded up to whole pages (minimum 16 KiB).
+  /// Pages are committed on first touch, so unused stack costs address space only.
+  std::size_t stack_size = 256 * 1024;
+  /// Put a PROT_NONE guard page below every stack, so an overflow is reported
+  /// (naming the fiber) instead of corrupting memory. Each guarded stack takes two
+  /// kernel mappings; Linux's default vm.max_map_count (65530) then caps a process
+  /// near 32,000 live fibers.
+  bool guard_pages = true;
+  /// How long an idle worker keeps looking for work before it sleeps, in µs.
+  std::chrono::microseconds idle_spin{50};
+};
+
+namespace detail {
+
+/// A move-only `void()` callable with a small inline buffer (no allocation for
+/// captures up to 48 bytes), for fiber bodies.
+class fiber_task {
+ public:
+  fiber_task() noexcept = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber_task>>>
+  explicit fiber_task(F&& f) {
+    using D = std::decay_t<F>;
+    if constexpr (sizeof(D) <= kInline && alignof(D) <= alignof(std::max_align_t) &&
+                  std::is_nothrow_move_constructible_v<D>) {
+      ::new (static_cast<void*>(buf_)) D(std::forward<F>(f));
+      ops_ = &inline_ops<D>;
+    } else {
+      *reinterpret_cast<D**>(buf_) = new D(std::forward<F>(f));
+      ops_ = &heap_ops<D>;
+    }
+  }
+  fiber_task(fiber_task&& o) noexcept : ops_(o.ops_) {
+    if (ops_ != nullptr) ops_->move(o.buf_, buf_);
+    o.ops_ = nullptr;
+  }
+  fiber_task& operator=(fiber_task&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ops_ = o.ops_;
+      if (ops_ != nullptr) ops_->move(o.buf_, buf_);
+      o.ops_ = nullptr;
+    }
+    return *this;
+  }
+  ~fiber_task() { reset(); }
+  void operator()() { ops_->invoke(buf_); }
+  explicit operator bool() const noexcept { return ops_ != nullptr; }
+  void reset() noexcept {
+    if (ops_ != nullptr) ops_->destroy(buf_);
+    ops_ = nullptr;
+  }
+
+ private:
+  static constexpr std::size_t kInline = 48;
+  struct ops {
+    void (*invoke)(void*);
+    void (*move)(void* from, void* to) noexcept;
+    void (*destroy)(void*) noexcept;
+  };
+  template <class D>
+  static constexpr ops inline_ops{
+      [](void* p) { (*static_cast<D*>(p))(); },
+      [](void* from, void* to) noexcept {
+        ::new (to) D(std::move(*static_cast<D*>(from)));
+        static_cast<D*>(from)->~D();
+      },
+      [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
+  template <class D>
+  static constexpr ops heap_ops{
+      [](void* p) { (**static_cast<D**>(p))(); },
+      [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
+      [](void* p) noexcept { delete *static_cast<D**>(p); }};
+
+  alignas(std::max_align_t) unsigned char buf_[kInline];
+  const ops* ops_ = nullptr;
+};
+
+struct fiber_record;  // sched/scheduler.h
+class runtime_impl;
+
+/// Starts a fiber on the calling fiber's Runtime. Throws std::logic_error when the
+/// caller is not a fiber (or a worker) of a running Runtime.
+fiber_record* start_fiber(fiber_task body, bool joinable);
+void join_fiber(fiber_record* f);
+void detach_fiber(fiber_record* f) noexcept;
+std::uint64_t fiber_id_of(const fiber_record* f) noexcept;
+std::uint64_t current_fiber_id() noexcept;
+
+template <class F, class... Args>
+fiber_task bind_task(F&& f, Args&&... args) {
+  return fiber_task([fn = std::forward<F>(f),
+                     tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
+    std::apply([&fn](auto&... a) { std::invoke(fn, std::move(a)...); }, tup);
+  });
+}
+
+// Fiber-local storage: one slot map per fiber (and per OS thread, for callers
+// that are not fibers). Keys are never reused.
+std::uint64_t fls_new_key() noexcept;
+void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept);
+}  // namespace detail
+
+/// A Runtime: worker threads plus everything fibers need (stacks, queues,
+/// timers). Not a singleton: several may live in one process, each with its own
+/// workers. Workers start when run() starts and stop when it returns.
+///
+/// Errors: the constructor throws std::invalid_argument for bad options. Calling
+/// run() while this Runtime is already running (from one of its fibers or from
+/// another thread) throws std::logic_error.
+class Runtime {
+ public:
+  using options = runtime_options;
+
+  explicit Runtime(options opts = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Runs `f` as the root fiber on the workers and blocks the caller (an OS
+  /// thread, or a fiber of *another* Runtime) until `f` has returned and every
+  /// fiber started during the run has finished — detached ones and sleeping ones
+  /// included (a fiber parked forever therefore keeps run() waiting, as a thread
+  /// parked forever keeps join() waiting). Returns f's value or rethrows its
+  /// exception. May be called again after it returns.
+  template <class F>
+  std::invoke_result_t<std::decay_t<F>&> run(F&& f) {
+    using R = std::invoke_result_t<std::decay_t<F>&>;
+    static_assert(!std::is_reference_v<R>, "Runtime::run: the root function must return by value");
+    if constexpr (std::is_void_v<R>) {
+      run_root(detail::fiber_task([&f] { std::invoke(f); }));
+    } else {
+      std::optional<R> out;
+      run_root(detail::fiber_task([&f, &out] { out.emplace(std::invoke(f)); }));
+      return std::move(*out);
+    }
+  }
+
+  /// Number of worker threads.
+  unsigned workers() const noexcept;
+  const options& config() const noexcept;
+  /// Where the workers go: cores, PUs, pinning, any hwloc fallback.
+  std::string describe() const;
+
+  /// Counters since construction (for tests and benchmarks).
+  struct statistics {
+    std::uint64_t fibers_started = 0;
+    std::uint64_t steals = 0;           // fibers taken from another worker's deque
+    std::uint64_t remote_wakeups = 0;   // unparks that went through an inbox
+    std::uint64_t worker_sleeps = 0;    // times a worker went to sleep on its futex
+  };
+  statistics stats() const noexcept;
+
+ private:
+  void run_root(detail::fiber_task root);
+  std::unique_ptr<detail::runtime_impl> impl_;
+};
+
+/// A fiber, with std::thread's interface. The body runs on the Runtime of the
+/// fiber that creates it; a fiber can only be created from a fiber of a running
+/// Runtime (std::logic_error otherwise).
+///
+/// An exception that escapes the body is stored and rethrown by join(); escaping
+/// a detached fiber's body it calls std::terminate (as std::thread does), after
+/// printing the fiber id and what(). Destroying or assigning over a joinable
+/// fiber prints a message naming the fiber and calls std::terminate.
+class fiber {
+ public:
+  /// Fiber identity; id{} is "not a fiber". Ordered, hashable, printable.
+  class id {
+   public:
+    id() noexcept = default;
+    explicit id(std::uint64_t v) noexcept : value_(v) {}
+    std::uint64_t value() const noexcept { return value_; }
+    friend bool operator==(id, id) noexcept = default;
+    friend auto operator<=>(id, id) noexcept = default;
+    friend std::ostream& operator<<(std::ostream& os, id i);
+
+   private:
+    std::uint64_t value_ = 0;
+  };
+
+  fiber() noexcept = default;
+  template <class F, class... Args,
+            class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber>>>
+  explicit fiber(F&& f, Args&&... args)
+      : rec_(detail::start_fiber(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...),
+                                 true)) {}
+  fiber(fiber&& o) noexcept : rec_(std::exchange(o.rec_, nullptr)) {}
+  fiber& operator=(fiber&& o) noexcept;
+  ~fiber();
+  fiber(const fiber&) = delete;
+  fiber& operator=(const fiber&) = delete;
+
+  bool joinable() const noexcept { return rec_ != nullptr; }
+  /// Waits (parking: usable from fibers and threads) until the fiber ends; rethrows
+  /// its exception. Throws std::system_error (invalid_argument) if not joinable,
+  /// (resource_deadlock_would_occur) if a fiber joins itself.
+  void join();
+  /// Lets the fiber run on alone. Throws std::system_error if not joinable.
+  void detach();
+  id get_id() const noexcept { return id(rec_ != nullptr ? detail::fiber_id_of(rec_) : 0); }
+
+ private:
+  detail::fiber_record* rec_ = nullptr;
+};
+
+/// Starts a detached fiber running f(args...) — Go's `go` statement. Same
+/// preconditions as fiber's constructor.
+template <class F, class... Args>
+void spawn(F&& f, Args&&... args) {
+  detail::start_fiber(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...), false);
+}
+
+/// Operations on the calling fiber. Called on an OS thread that is not a fiber,
+/// they act on the thread (std::this_thread) and get_id() returns fiber::id{}.
+namespace this_fiber {
+/// Lets every other runnable fiber on this Runtime run before the caller again
+/// (the caller goes to the back of the global queue).
+void yield();
+/// The calling fiber's id, or fiber::id{} on a thread.
+fiber::id get_id() noexcept;
+/// Parks until `deadline` (steady clock); never returns early. Other clocks are
+/// converted once at the call.
+void sleep_until(std::chrono::steady_clock::time_point deadline);
+template <class Clock, class Duration>
+void sleep_until(const std::chrono::time_point<Clock, Duration>& t) {
+  sleep_until(std::chrono::steady_clock::now() +
+              std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now()));
+}
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  sleep_until(std::chrono::steady_clock::now() +
+              std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+}
+}  // namespace this_fiber
+
+/// Fiber-local storage: one T per fiber (per OS thread, when used outside
+/// fibers), created on first access from a copy of the initial value and
+/// destroyed when its fiber ends (its thread exits). The object itself may be a
+/// global or static; it must outlive every access.
+template <class T>
+class fiber_local {
+ public:
+  fiber_local() : init_() {}
+  explicit fiber_local(T initial) : init_(std::move(initial)) {}
+  fiber_local(const fiber_local&) = delete;
+  fiber_local& operator=(const fiber_local&) = delete;
+
+  /// The calling fiber's (thread's) T.
+  T& get() {
+    void*& slot = detail::fls_slot(key_, [](void* p) noexcept { delete static_cast<T*>(p); });
+    if (slot == nullptr) slot = new T(init_);
+    return *static_cast<T*>(slot);
+  }
+  T& operator*() { return get(); }
+  T* operator->() { return &get(); }
+
+ private:
+  const std::uint64_t key_ = detail::fls_new_key();
+  T init_;
+};
+
+}  // namespace tessera
+
+template <>
+struct std::hash<tessera::fiber::id> {
+  std::size_t operator()(tessera::fiber::id i) const noexcept {
+    return std::hash<std::uint64_t>{}(i.value());
+  }
+};

@@ -1,0 +1,231 @@
+// sched/scheduler.h — the engine under tessera::Runtime (internal; not installed).
+//
+// Records
+//   fiber_record: one per fiber, pooled process-wide and never freed (type-stable,
+//   like thread waiters), so `unpark` of a finished fiber is harmless. Its first
+//   member is the fiber's `waiter`; `waiter::context` points back to the record.
+//
+// Run queues of a worker, in the order pick_local() consults them
+//   1. every 64th pick: the global FIFO, the inbox, then the *oldest* fiber of its
+//      own deque — so nothing local waits more than 64 picks behind newer work;
+//   2. `runnext`: the LIFO slot. A fiber woken by a fiber of the same Runtime goes
+//      here on the waker's worker and runs as soon as the waker parks (its data is
+//      hot in this core's cache). At most 16 runnext picks in a row, then the
+//      deque gets a turn (Tokio's rule), so two fibers waking each other cannot
+//      starve the rest;
+//   3. its Chase–Lev deque, newest first (new fibers, fibers whose park raced an
+//      unpark, fired timers);
+//   4. its MPSC inbox: fibers unparked by other threads (plain OS threads, other
+//      Runtimes' fibers), drained into the deque;
+//   5. the global FIFO (yielded fibers, overflow, the root fiber).
+// An idle worker then steals the oldest fiber of other workers' deques, nearest
+// first in the hwloc tree (topology.h); just before sleeping it also takes their
+// runnext slots.
+//
+// Idle protocol (no lost wake-ups)
+//   A worker with nothing to run spins for `idle_spin` (counted in `spinners`),
+//   then announces sleep (sleep_word = 1, ++sleepers, seq_cst), re-checks every
+//   queue, and futex-waits on sleep_word with the earliest timer as timeout.
+//   Producers: a push to a specific worker's inbox is followed (seq_cst) by a
+//   check of that worker's sleep_word and a futex wake; a push to a deque or the
+//   global FIFO is followed by a seq_cst fence and, when some worker sleeps and
+//   none spins, a wake of one sleeper. Each side stores then loads with seq_cst,
+//   so at least one sees the other (Dekker).
+//
+// Park / unpark of a fiber (waiter::state: 0 empty, 1 permit, -1 parked, 2 timer fired)
+//   park():   state.exchange(0) == 1 → return at once (permit consumed). Otherwise
+//             switch away to the next fiber (or the worker's scheduler context)
+//             with the post-switch action `park`, which runs on the *next*
+//             context, after ours is saved: CAS state 0 → -1. If that CAS fails, an
+//             unpark arrived during the switch (state is 1): the fiber goes straight
+//             back on the deque. Only after a successful CAS may anyone resume it,
+//             so no thread ever resumes a fiber whose registers are not yet saved —
+//             this is how the switch-out/unpark race is closed.
+//   unpark(): state.exchange(1) == -1 → the unparker owns the wake-up and makes the
+//             fiber runnable (runnext, deque or inbox, see above); any other old
+//             value means the fiber is running or already runnable.
+//   Timers:   an expired entry whose sequence still matches CASes -1 → 2 and makes
+//             the fiber runnable; park_until() then reports a timeout (unless
+//             woken early by a stale entry: a spurious wake-up, allowed).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "context.h"
+#include "queues.h"
+#include "stack.h"
+#include "tessera/park.h"
+#include "tessera/runtime.h"
+#include "topology.h"
+
+namespace tessera::detail {
+
+class worker;
+
+/// One fiber-local value.
+struct fls_entry {
+  std::uint64_t key;
+  void* value;
+  void (*destroy)(void*) noexcept;
+};
+/// Destroys every value in `map` (values created by destructors included).
+void destroy_fls(std::vector<fls_entry>& map) noexcept;
+
+/// What the context we switch *to* does for the one we left (see the header comment).
+enum class post_action : std::uint8_t { none, park, yield, finish };
+
+struct fiber_record {
+  waiter w;  // first: the fiber's identity for the park façade
+  sched::fcontext_t ctx = nullptr;
+  sched::stack_mem stack;
+  sched::sanitizer_context san;
+  fiber_record* link = nullptr;  // intrusive queue link (inbox, global FIFO)
+  runtime_impl* rt = nullptr;
+  std::atomic<worker*> last_worker{nullptr};  // where it last ran (remote unparks go there)
+  std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
+  worker* timer_home = nullptr;               // worker holding its current timer entry
+  std::uint64_t id = 0;
+  fiber_task body;
+  std::atomic<int> refs{0};  // the running fiber + a joinable handle / run()
+  std::atomic<bool> done{false};
+  std::atomic<waiter*> joiner{nullptr};
+  std::exception_ptr error;
+  std::atomic<bool> joinable{false};  // false once detached: an escaping exception terminates
+  std::vector<fls_entry> fls;
+};
+
+struct timer_entry {
+  std::chrono::steady_clock::time_point deadline;
+  fiber_record* fiber;
+  std::uint32_t seq;
+};
+
+class runtime_impl;
+
+/// A worker: one OS thread running fibers. All members without `std::atomic` are
+/// touched only by the worker's own thread.
+class worker {
+ public:
+  worker(runtime_impl& rt, unsigned index);
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  void start();
+  void join();
+
+  // --- on this worker's thread ---
+  fiber_record* pick_local();
+  fiber_record* steal(bool take_runnext);
+  /// Switches from the running context to `next`; returns when the caller is
+  /// resumed (possibly on another worker: never touch `this` afterwards).
+  void switch_to(fiber_record* next, post_action act);
+  /// Switches away from the running fiber: to the next local fiber, or to the
+  /// scheduler context. `act` runs for the fiber left behind.
+  void block_current(post_action act);
+  void yield_current();
+  [[noreturn]] void finish_current();
+  void push_local(fiber_record* f);
+  void make_runnext(fiber_record* f);
+  void add_timer(std::chrono::steady_clock::time_point deadline, fiber_record* f);
+  fiber_record* take_record();
+  sched::stack_mem take_stack();
+  void recycle(fiber_record* f) noexcept;
+  /// A fiber whose park_until ended early left a timer entry here.
+  void note_stale_timer() noexcept;
+  bool on_fiber() const noexcept { return current_ != &sched_rec_; }
+  fiber_record* current() const noexcept { return current_; }
+
+  // --- any thread ---
+  void push_inbox(fiber_record* f);
+  /// Wakes this worker if it sleeps. Returns true if it did.
+  bool wake_if_sleeping() noexcept;
+
+  runtime_impl& rt;
+  const unsigned index;
+  std::atomic<std::uint64_t> steals{0};
+
+ private:
+  friend class runtime_impl;
+  static void fiber_entry(sched::transfer_t t);
+  static void landed(sched::transfer_t t) noexcept;
+  void complete_switch(sched::fcontext_t from) noexcept;
+  void thread_main();
+  void fire_timers();
+  fiber_record* drain_inbox();
+  void give_stack(sched::stack_mem s) noexcept;
+  [[noreturn]] static void report_escaped(fiber_record* f);
+  static bool later(const timer_entry& a, const timer_entry& b) noexcept {
+    return a.deadline > b.deadline;
+  }
+
+  sched::chase_lev_deque<fiber_record> deque_;
+  alignas(64) std::atomic<fiber_record*> runnext_{nullptr};
+  sched::mpsc_inbox<fiber_record> inbox_;
+  alignas(64) std::atomic<std::uint32_t> sleep_word_{0};
+
+  alignas(64) fiber_record sched_rec_;  // the worker thread's own stack, as a record
+  fiber_record* current_ = &sched_rec_;
+  fiber_record* prev_ = nullptr;
+  post_action post_ = post_action::none;
+  std::uint32_t tick_ = 0;
+  std::uint32_t runnext_streak_ = 0;
+  waiter* thread_waiter_ = nullptr;
+  std::vector<timer_entry> timers_;  // min-heap on deadline
+  std::vector<fiber_record*> fired_;
+  std::atomic<std::size_t> stale_timers_{0};
+  std::vector<sched::stack_mem> stack_cache_;
+  std::vector<fiber_record*> record_cache_;
+  std::vector<unsigned> steal_order_;
+  std::thread thread_;
+};
+
+class runtime_impl {
+ public:
+  explicit runtime_impl(const runtime_options& o);
+  ~runtime_impl();
+
+  void run_root(fiber_task root);
+  fiber_record* spawn(worker& w, fiber_task body, bool joinable);
+  void init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body, bool joinable,
+                  worker* home);
+  /// Makes a woken fiber runnable (see the header comment for where it goes).
+  void schedule_woken(fiber_record* f) noexcept;
+  /// After a push that other workers could take: wake a sleeper if none spins.
+  void notify_work() noexcept;
+  void fiber_finished() noexcept;
+
+  runtime_options opts;
+  sched::topology topo;
+  sched::stack_pool stacks;
+  std::vector<std::unique_ptr<worker>> workers;
+  sched::global_fifo<fiber_record> global;
+  alignas(64) std::atomic<int> sleepers{0};
+  std::atomic<int> spinners{0};
+  alignas(64) std::atomic<std::int64_t> live{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> all_done{false};
+  std::atomic<bool> running{false};
+  waiter* run_waiter = nullptr;
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0};
+};
+
+/// Drops one reference; the last one returns the record to the pool.
+void release_record(fiber_record* f) noexcept;
+
+/// The worker running on the calling thread, or null. Never cached across a
+/// switch: a fiber may resume on another worker.
+worker* current_worker() noexcept;
+
+/// The park operations of fiber waiters.
+extern const park_ops fiber_park_ops;
+
+}  // namespace tessera::detail
