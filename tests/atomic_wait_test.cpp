@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec_env.h"
 #include "test_util.h"
 
 namespace tessera::test {
@@ -16,64 +17,74 @@ TEST(AtomicWait, ReturnsAtOnceWhenValueDiffers) {
   SUCCEED();
 }
 
-TEST(AtomicWait, PingPongBetweenTwoThreads) {
+// The waiting tests run in every execution environment (exec_env.h).
+class AtomicWaitIn : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, AtomicWaitIn, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(AtomicWaitIn, PingPong) {
+  watchdog dog("atomic_wait ping-pong", 60s);
   constexpr int kRounds = 20000;
   std::atomic<int> turn{0};
-  std::thread t([&] {
+  run_all(GetParam(), 2, [&](int who) {
+    // Participant 0 waits for 1 and sets 0; participant 1 waits for 0 and sets 1.
+    const int mine = who, theirs = 1 - who;
     for (int i = 0; i < kRounds; ++i) {
-      atomic_wait(&turn, 0);
-      turn.store(0, std::memory_order_release);
+      while (turn.load(std::memory_order_acquire) != mine) atomic_wait(&turn, theirs);
+      turn.store(theirs, std::memory_order_release);
       atomic_notify_one(&turn);
     }
   });
-  for (int i = 0; i < kRounds; ++i) {
-    turn.store(1, std::memory_order_release);
-    atomic_notify_one(&turn);
-    atomic_wait(&turn, 1);
-  }
-  t.join();
   EXPECT_EQ(turn.load(), 0);
 }
 
-TEST(AtomicWait, NotifyAllWakesEveryWaiter) {
+TEST_P(AtomicWaitIn, NotifyAllWakesEveryWaiter) {
+  watchdog dog("atomic_wait notify_all", 60s);
   std::atomic<long> gen{0};
-  std::atomic<int> woken{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 5; ++i) {
-    threads.emplace_back([&] {
-      atomic_wait(&gen, 0L);
-      woken.fetch_add(1);
-    });
-  }
+  std::atomic<int> woken{0}, arrived{0};
+  group g(GetParam());
+  g.spawn_n(5, [&](int) {
+    arrived.fetch_add(1);
+    atomic_wait(&gen, 0L);
+    woken.fetch_add(1);
+  });
+  ASSERT_TRUE(eventually([&] { return arrived.load() == 5; }));
   gen.store(1, std::memory_order_relaxed);  // any order: notify fences
   atomic_notify_all(&gen);
-  for (auto& t : threads) t.join();
+  g.join();
   EXPECT_EQ(woken.load(), 5);
 }
 
-TEST(AtomicWait, WorksForPointers) {
+TEST_P(AtomicWaitIn, WorksForPointers) {
   int x = 0;
   std::atomic<int*> p{nullptr};
-  std::thread t([&] {
-    p = &x;
-    atomic_notify_one(&p);
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      p = &x;
+      atomic_notify_one(&p);
+    } else {
+      atomic_wait(&p, static_cast<int*>(nullptr));
+      EXPECT_EQ(p.load(), &x);
+    }
   });
-  atomic_wait(&p, static_cast<int*>(nullptr));
-  EXPECT_EQ(p.load(), &x);
-  t.join();
 }
 
-TEST(AtomicWait, TimedWaitTimesOutNeverEarlyAndSucceedsOnChange) {
+TEST_P(AtomicWaitIn, TimedWaitTimesOutNeverEarlyAndSucceedsOnChange) {
   std::atomic<unsigned char> a{0};
-  const auto start = clock::now();
-  EXPECT_FALSE(atomic_wait_until(&a, static_cast<unsigned char>(0), start + 20ms));
-  EXPECT_GE(clock::now() - start, 20ms);
-  std::thread t([&] {
-    a = 1;
-    atomic_notify_all(&a);
+  std::atomic<bool> timed_out{false};
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      const auto start = clock::now();
+      EXPECT_FALSE(atomic_wait_until(&a, static_cast<unsigned char>(0), start + 20ms));
+      EXPECT_GE(clock::now() - start, 20ms);
+      timed_out = true;
+      EXPECT_TRUE(atomic_wait_until(&a, static_cast<unsigned char>(0), clock::now() + 10s));
+    } else {
+      while (!timed_out.load()) yield_now();
+      a = 1;
+      atomic_notify_all(&a);
+    }
   });
-  EXPECT_TRUE(atomic_wait_until(&a, static_cast<unsigned char>(0), clock::now() + 10s));
-  t.join();
 }
 
 }  // namespace

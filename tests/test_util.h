@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <tessera/park.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -17,12 +18,13 @@ using clock = std::chrono::steady_clock;
 
 /// Polls `cond` (yielding) until it holds or `limit` passes; returns its last value.
 /// For observing another thread reach a state, never as a substitute for a sync.
+/// Yields with tessera::yield_now(), so it also works on a fiber.
 template <class Cond>
 bool eventually(Cond&& cond, std::chrono::milliseconds limit = 10s) {
   const auto deadline = clock::now() + limit;
   while (!cond()) {
     if (clock::now() >= deadline) return cond();
-    std::this_thread::yield();
+    yield_now();
   }
   return true;
 }

@@ -195,6 +195,7 @@ class Runtime {
     std::uint64_t steals = 0;           // fibers taken from another worker's deque
     std::uint64_t remote_wakeups = 0;   // unparks that went through an inbox
     std::uint64_t worker_sleeps = 0;    // times a worker went to sleep on its futex
+    unsigned sleeping_workers = 0;      // workers asleep right now
   };
   statistics stats() const noexcept;
 

@@ -1,0 +1,432 @@
+// The fiber runtime: Runtime::run, fiber/spawn/this_fiber/fiber_local, the park
+// path of fibers, work stealing, remote wake-ups of sleeping workers, timers,
+// shutdown, stack overflow reporting.
+#include <tessera/runtime.h>
+#include <tessera/semaphore.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tessera::test {
+namespace {
+
+TEST(Runtime, RunReturnsTheRootValue) {
+  Runtime rt({.workers = 2});
+  EXPECT_EQ(rt.run([] { return 42; }), 42);
+  EXPECT_EQ(rt.workers(), 2u);
+  EXPECT_FALSE(rt.describe().empty());
+}
+
+TEST(Runtime, DefaultWorkersIsOnePerCore) {
+  Runtime rt;
+  EXPECT_GE(rt.workers(), 1u);
+  EXPECT_NE(rt.describe().find("core"), std::string::npos) << rt.describe();
+}
+
+TEST(Runtime, RunRethrowsTheRootException) {
+  Runtime rt({.workers = 1});
+  EXPECT_THROW(rt.run([]() -> int { throw std::runtime_error("boom"); }), std::runtime_error);
+  EXPECT_EQ(rt.run([] { return 7; }), 7) << "run() must work again after an exception";
+}
+
+TEST(Runtime, RunCanBeCalledAgainAndAgain) {
+  Runtime rt({.workers = 2});
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(rt.run([i] { return i; }), i);
+}
+
+TEST(Runtime, TwoRuntimesLiveInOneProcessAtOnce) {
+  Runtime a({.workers = 1}), b({.workers = 2});
+  counting_semaphore<> from_a(0), from_b(0);
+  // A fiber of `a` and a fiber of `b` hand a token back and forth: wake-ups
+  // cross Runtimes through the inboxes.
+  std::thread ta([&] {
+    a.run([&] {
+      for (int i = 0; i < 1000; ++i) {
+        from_a.release();
+        from_b.acquire();
+      }
+    });
+  });
+  b.run([&] {
+    for (int i = 0; i < 1000; ++i) {
+      from_a.acquire();
+      from_b.release();
+    }
+  });
+  ta.join();
+  EXPECT_EQ(from_a.available(), 0);
+  EXPECT_EQ(from_b.available(), 0);
+}
+
+TEST(Runtime, RunFromItsOwnFiberIsRejected) {
+  Runtime rt({.workers = 1});
+  rt.run([&] {
+    try {
+      rt.run([] {});
+      ADD_FAILURE() << "nested run() did not throw";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("already running"), std::string::npos) << e.what();
+    }
+  });
+}
+
+TEST(Runtime, BadOptionsAreRejectedWithMessage) {
+  try {
+    Runtime rt({.workers = 100000});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("workers = 100000"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Runtime({.stack_size = std::size_t{4} << 30}), std::invalid_argument);
+}
+
+TEST(Fiber, JoinRethrowsAndIdsAreDistinct) {
+  Runtime rt({.workers = 2});
+  rt.run([] {
+    fiber f([] { throw std::out_of_range("from fiber"); });
+    EXPECT_TRUE(f.joinable());
+    EXPECT_NE(f.get_id(), fiber::id{});
+    EXPECT_NE(f.get_id(), this_fiber::get_id());
+    EXPECT_THROW(f.join(), std::out_of_range);
+    EXPECT_FALSE(f.joinable());
+    EXPECT_THROW(f.join(), std::system_error);
+    EXPECT_THROW(f.detach(), std::system_error);
+  });
+  EXPECT_EQ(this_fiber::get_id(), fiber::id{}) << "a plain thread is not a fiber";
+}
+
+TEST(Fiber, PassesArgumentsByValue) {
+  Runtime rt({.workers = 1});
+  EXPECT_EQ(rt.run([] {
+    int out = 0;
+    fiber f([&out](int a, std::string b) { out = a + static_cast<int>(b.size()); }, 40, "ab");
+    f.join();
+    return out;
+  }),
+            42);
+}
+
+TEST(Fiber, StartingOutsideARuntimeIsAClearError) {
+  try {
+    fiber f([] {});
+    f.join();
+    ADD_FAILURE() << "no exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Runtime"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FiberDeathTest, DestroyingAJoinableFiberTerminatesWithMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Runtime rt({.workers = 1});
+        rt.run([] { fiber f([] {}); });
+      },
+      "destroying a joinable fiber");
+}
+
+// Unbounded recursion with a frame the optimiser cannot drop (the depth check
+// never stops it in practice: 1 << 30 frames of 512 bytes).
+[[gnu::noinline]] int recurse(int n) {
+  volatile char pad[512];
+  pad[0] = static_cast<char>(n);
+  if (n > (1 << 30)) return pad[0];
+  return recurse(n + 1) + pad[0];
+}
+
+TEST(FiberDeathTest, StackOverflowIsReportedNamingTheFiber) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Runtime rt({.workers = 1, .stack_size = 64 * 1024});
+        rt.run([] {
+          fiber f([] {
+            // Unbounded recursion with a frame the optimiser cannot drop.
+            recurse(0);
+          });
+          f.join();
+        });
+      },
+      "stack overflow in fiber #[0-9]+ \\(stack size 65536 bytes\\)");
+}
+
+TEST(Fiber, DetachedAndSleepingFibersFinishBeforeRunReturns) {
+  Runtime rt({.workers = 2});
+  std::atomic<int> finished{0};
+  const auto start = clock::now();
+  rt.run([&] {
+    for (int i = 0; i < 50; ++i) {
+      spawn([&finished, i] {
+        this_fiber::sleep_for(std::chrono::milliseconds(10 + i % 5 * 10));
+        finished.fetch_add(1);
+      });
+    }
+  });  // the root returns at once; run() must wait for the sleepers
+  EXPECT_EQ(finished.load(), 50);
+  EXPECT_GE(clock::now() - start, 50ms);
+}
+
+TEST(Fiber, UnparkingFinishedFibersIsHarmless) {
+  Runtime rt({.workers = 2});
+  std::vector<waiter*> stale;
+  std::mutex mu;
+  rt.run([&] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < 100; ++i) {
+      fs.emplace_back([&] {
+        std::lock_guard lock(mu);
+        stale.push_back(self());
+      });
+    }
+    for (auto& f : fs) f.join();
+  });
+  // From a thread, with no runtime running, and from fibers of a new run whose
+  // records may be the very same recycled ones.
+  for (int k = 0; k < 100; ++k) {
+    for (waiter* w : stale) unpark(w);
+  }
+  std::atomic<int> done{0};
+  rt.run([&] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < 100; ++i) {
+      fs.emplace_back([&] {
+        for (waiter* w : stale) unpark(w);
+        this_fiber::sleep_for(1ms);  // parked while stale unparks fly
+        done.fetch_add(1);
+      });
+    }
+    for (auto& f : fs) f.join();
+  });
+  EXPECT_EQ(done.load(), 100);
+}
+
+TEST(Scheduler, IdleWorkersStealWork) {
+  Runtime rt({.workers = 2});
+  std::mutex mu;
+  std::set<std::thread::id> threads_seen;
+  rt.run([&] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < 64; ++i) {
+      fs.emplace_back([&] {
+        // CPU-bound for ~2 ms: the spawning worker cannot run them all soon.
+        const auto until = clock::now() + 2ms;
+        while (clock::now() < until) {
+        }
+        std::lock_guard lock(mu);
+        threads_seen.insert(std::this_thread::get_id());
+      });
+    }
+    for (auto& f : fs) f.join();
+  });
+  EXPECT_GT(rt.stats().steals, 0u);
+  EXPECT_EQ(threads_seen.size(), 2u) << "fibers ran on one worker only";
+}
+
+TEST(Scheduler, ThreadUnparkWakesAFiberWhileEveryWorkerSleeps) {
+  watchdog dog("remote unpark", 60s);
+  Runtime rt({.workers = 2, .idle_spin = std::chrono::microseconds(10)});
+  counting_semaphore<> s(0);
+  std::atomic<bool> woke{false};
+  std::thread runner([&] {
+    rt.run([&] {
+      s.acquire();  // parks this fiber; both workers then run out of work
+      woke = true;
+    });
+  });
+  ASSERT_TRUE(eventually([&] { return rt.stats().sleeping_workers == 2; }))
+      << "workers never went to sleep";
+  const auto remote_before = rt.stats().remote_wakeups;
+  const auto start = clock::now();
+  s.release();  // from a plain OS thread
+  runner.join();
+  EXPECT_TRUE(woke.load());
+  EXPECT_LT(clock::now() - start, 2s) << "the sleeping worker was not woken promptly";
+  EXPECT_GT(rt.stats().remote_wakeups, remote_before);
+}
+
+TEST(Scheduler, TimersFireInDeadlineOrder) {
+  for (unsigned workers : {1u, 2u}) {
+    Runtime rt({.workers = workers});
+    std::mutex mu;
+    std::vector<int> order;
+    rt.run([&] {
+      std::vector<fiber> fs;
+      const int delays_ms[] = {40, 10, 30, 50, 20};
+      for (int d : delays_ms) {
+        fs.emplace_back([&, d] {
+          const auto start = clock::now();
+          this_fiber::sleep_for(std::chrono::milliseconds(d));
+          EXPECT_GE(clock::now() - start, std::chrono::milliseconds(d)) << "woke early";
+          std::lock_guard lock(mu);
+          order.push_back(d);
+        });
+      }
+      for (auto& f : fs) f.join();
+    });
+    EXPECT_EQ(order, (std::vector<int>{10, 20, 30, 40, 50})) << workers << " workers";
+  }
+}
+
+TEST(Scheduler, TimedParkTimesOutAndUnparkBeatsTheTimer) {
+  Runtime rt({.workers = 1});
+  rt.run([] {
+    const auto start = clock::now();
+    EXPECT_FALSE(park_until(start + 15ms));
+    EXPECT_GE(clock::now() - start, 15ms);
+    waiter* me = self();
+    fiber f([me] { unpark(me); });
+    // The permit may arrive before or during the park: either way it is consumed.
+    EXPECT_TRUE(park_until(clock::now() + 10s));
+    f.join();
+  });
+}
+
+TEST(Scheduler, YieldInterleavesFibersOnOneWorker) {
+  Runtime rt({.workers = 1});
+  std::vector<int> trace;
+  rt.run([&] {
+    fiber a([&] {
+      for (int i = 0; i < 3; ++i) {
+        trace.push_back(0);
+        this_fiber::yield();
+      }
+    });
+    fiber b([&] {
+      for (int i = 0; i < 3; ++i) {
+        trace.push_back(1);
+        this_fiber::yield();
+      }
+    });
+    a.join();
+    b.join();
+  });
+  ASSERT_EQ(trace.size(), 6u);
+  for (std::size_t i = 1; i < trace.size(); ++i) EXPECT_NE(trace[i], trace[i - 1]) << "at " << i;
+}
+
+TEST(Scheduler, RunnextCannotStarveTheQueue) {
+  // Two fibers wake each other forever through the runnext slot; a third fiber
+  // in the deque must still get to run.
+  Runtime rt({.workers = 1});
+  rt.run([] {
+    std::atomic<bool> stop{false};
+    binary_semaphore ping(0), pong(0);
+    fiber a([&] {
+      while (!stop.load()) {
+        ping.release();
+        pong.acquire();
+      }
+      ping.release();
+    });
+    fiber b([&] {
+      while (!stop.load()) {
+        ping.acquire();
+        pong.release();
+      }
+      pong.release();
+    });
+    fiber c([&] { stop = true; });
+    c.join();
+    a.join();
+    b.join();
+  });
+  SUCCEED();
+}
+
+TEST(Scheduler, ParkUnparkRaceStress) {
+  // Fibers on 4 workers and plain threads unpark each other in a ring as fast as
+  // they can: every switch-out races an unpark. Nothing may be lost or run twice.
+  watchdog dog("park/unpark race", 90s);
+  Runtime rt({.workers = 4});
+  constexpr int kRing = 6, kLaps = 3000;
+  std::vector<std::atomic<waiter*>> ids(kRing);
+  std::vector<std::atomic<int>> tokens(kRing);
+  for (auto& t : tokens) t = 0;
+  auto member = [&](int i) {
+    ids[i] = self();
+    while (ids[(i + 1) % kRing].load() == nullptr) yield_now();
+    for (int lap = 0; lap < kLaps; ++lap) {
+      while (tokens[i].load(std::memory_order_acquire) == 0) park();
+      tokens[i].fetch_sub(1, std::memory_order_relaxed);
+      tokens[(i + 1) % kRing].fetch_add(1, std::memory_order_release);
+      unpark(ids[(i + 1) % kRing].load());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < kRing; i += 3) threads.emplace_back(member, i);  // members 1 and 4
+  rt.run([&] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < kRing; ++i) {
+      if (i % 3 != 1) fs.emplace_back(member, i);
+    }
+    while (ids[0].load() == nullptr) this_fiber::yield();
+    tokens[0].fetch_add(1, std::memory_order_release);
+    unpark(ids[0].load());
+    for (auto& f : fs) f.join();
+  });
+  for (auto& t : threads) t.join();
+  int total = 0;
+  for (auto& t : tokens) total += t.load();
+  EXPECT_EQ(total, 1) << "the single token was lost or duplicated";
+}
+
+TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
+  static std::atomic<int> destroyed{0};
+  struct counted {
+    int v = 5;
+    counted() = default;
+    counted(const counted& o) : v(o.v) {}
+    ~counted() { destroyed.fetch_add(1); }
+  };
+  static fiber_local<counted> local;
+  destroyed = 0;
+  Runtime rt({.workers = 2});
+  rt.run([] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < 10; ++i) {
+      fs.emplace_back([i] {
+        local->v += i;
+        this_fiber::yield();
+        EXPECT_EQ(local->v, 5 + i);
+      });
+    }
+    for (auto& f : fs) f.join();
+  });
+  // 10 per-fiber copies (the template itself is the 11th and still alive).
+  EXPECT_EQ(destroyed.load(), 10);
+  local->v = 1;  // on a plain thread: the thread's own copy
+  EXPECT_EQ(local.get().v, 1);
+}
+
+TEST(Fiber, ManyParkedFibersAreReleasedInOrder) {
+  // 2000 fibers park on one semaphore; releases admit them in FIFO order.
+  Runtime rt({.workers = 2});
+  rt.run([] {
+    constexpr int kFibers = 2000;
+    counting_semaphore<> s(0);
+    std::atomic<int> admitted{0};
+    std::vector<fiber> fs;
+    for (int i = 0; i < kFibers; ++i) {
+      fs.emplace_back([&] {
+        s.acquire();
+        admitted.fetch_add(1);
+      });
+    }
+    while (s.waiting() < kFibers) this_fiber::yield();
+    s.release(kFibers);
+    for (auto& f : fs) f.join();
+    EXPECT_EQ(admitted.load(), kFibers);
+  });
+}
+
+}  // namespace
+}  // namespace tessera::test
