@@ -101,7 +101,6 @@ Runtime::statistics Runtime::stats() const noexcept {
   statistics s;
   s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
   s.steals = impl_->steals.load(std::memory_order_relaxed);
-  for (const auto& w : impl_->workers) s.steals += w->steals.load(std::memory_order_relaxed);
   s.remote_wakeups = impl_->remote_wakeups.load(std::memory_order_relaxed);
   s.worker_sleeps = impl_->worker_sleeps.load(std::memory_order_relaxed);
   s.sleeping_workers = static_cast<unsigned>(impl_->sleepers.load(std::memory_order_relaxed));

@@ -14,6 +14,7 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TESSERA_ASAN 1
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #else
 #define TESSERA_ASAN 0

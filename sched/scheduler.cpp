@@ -219,7 +219,6 @@ void worker::thread_main() {
     sleep_word_.store(0, std::memory_order_relaxed);
     if (f != nullptr) switch_to(f, post_action::none);
   }
-  rt.steals.fetch_add(steals.load(std::memory_order_relaxed), std::memory_order_relaxed);
   tls_worker = nullptr;
 }
 
@@ -262,7 +261,7 @@ fiber_record* worker::pick_local() {
 fiber_record* worker::steal(bool take_runnext) {
   for (unsigned v : steal_order_) {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
-      steals.fetch_add(1, std::memory_order_relaxed);
+      rt.steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }
   }
@@ -271,7 +270,7 @@ fiber_record* worker::steal(bool take_runnext) {
       auto& slot = rt.workers[v]->runnext_;
       if (slot.load(std::memory_order_relaxed) != nullptr) {
         if (fiber_record* f = slot.exchange(nullptr, std::memory_order_acquire)) {
-          steals.fetch_add(1, std::memory_order_relaxed);
+          rt.steals.fetch_add(1, std::memory_order_relaxed);
           return f;
         }
       }
@@ -517,6 +516,11 @@ runtime_impl::~runtime_impl() = default;
 void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body,
                               bool is_joinable, worker* home) {
   f->stack = stack;
+#if TESSERA_ASAN
+  // A pooled stack may carry poison from frames its previous fiber left by an
+  // exception or by switching away for good: start clean.
+  ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.usable());
+#endif
   f->ctx = sched::make_fcontext(stack.top(), stack.usable(), &worker::fiber_entry);
   f->san = {};
   f->san.stack_bottom = stack.bottom();
@@ -563,9 +567,15 @@ void runtime_impl::schedule_woken(fiber_record* f) noexcept {
     }
     return;
   }
+  // A remote waker is not a fiber of this Runtime, so nothing stops the woken
+  // fiber from finishing the run — and run_root() from destroying the workers —
+  // while we are still inside push_inbox(). run_root() waits for this count to
+  // drop to zero before it tears the workers down.
+  remote_inflight.fetch_add(1, std::memory_order_seq_cst);
   worker* home = f->last_worker.load(std::memory_order_relaxed);
   if (home == nullptr) home = workers.front().get();
   home->push_inbox(f);
+  remote_inflight.fetch_sub(1, std::memory_order_release);
 }
 
 void runtime_impl::notify_work() noexcept {
@@ -619,6 +629,7 @@ void runtime_impl::run_root(fiber_task root) {
   stopping.store(true, std::memory_order_seq_cst);
   for (auto& w : workers) w->wake_if_sleeping();
   for (auto& w : workers) w->join();
+  while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
   workers.clear();
 
   std::exception_ptr error = std::move(f->error);

@@ -150,7 +150,6 @@ class worker {
 
   runtime_impl& rt;
   const unsigned index;
-  std::atomic<std::uint64_t> steals{0};
 
  private:
   friend class runtime_impl;
@@ -213,6 +212,7 @@ class runtime_impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> all_done{false};
   std::atomic<bool> running{false};
+  std::atomic<int> remote_inflight{0};  // remote wakers still inside schedule_woken()
   waiter* run_waiter = nullptr;
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0};

@@ -314,12 +314,13 @@ TEST(Scheduler, YieldInterleavesFibersOnOneWorker) {
 }
 
 TEST(Scheduler, RunnextCannotStarveTheQueue) {
-  // Two fibers wake each other forever through the runnext slot; a third fiber
-  // in the deque must still get to run.
+  // Two fibers wake each other forever through the runnext slot. The root's
+  // timer must still fire and the root run again (from the deque), and a fiber
+  // it starts then must run too.
   Runtime rt({.workers = 1});
   rt.run([] {
     std::atomic<bool> stop{false};
-    binary_semaphore ping(0), pong(0);
+    counting_semaphore<> ping(0), pong(0);
     fiber a([&] {
       while (!stop.load()) {
         ping.release();
@@ -334,6 +335,7 @@ TEST(Scheduler, RunnextCannotStarveTheQueue) {
       }
       pong.release();
     });
+    this_fiber::sleep_for(5ms);  // a and b now ping-pong through runnext
     fiber c([&] { stop = true; });
     c.join();
     a.join();
