@@ -99,7 +99,12 @@ fiber_record* as_record(waiter& w) noexcept { return static_cast<fiber_record*>(
 
 // ---- the fiber path of the park façade ---------------------------------------
 void fiber_park(waiter& w) {
-  if (w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) return;
+  // Only this fiber moves its state away from kNotified, so a plain load tells
+  // whether there is a permit to consume (and saves a locked RMW when there is none).
+  if (w.state.load(std::memory_order_relaxed) == kNotified &&
+      w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) {
+    return;
+  }
   current_worker()->block_current(post_action::park);
   w.state.exchange(kEmpty, std::memory_order_acquire);  // consume the permit that woke us
 }
@@ -181,7 +186,7 @@ void worker::thread_main() {
 #endif
   for (;;) {
     fiber_record* f = pick_local();
-    if (f == nullptr) f = steal(false);
+    if (f == nullptr) f = steal();
     if (f != nullptr) {
       switch_to(f, post_action::none);
       continue;
@@ -194,7 +199,7 @@ void worker::thread_main() {
     for (unsigned i = 1;; ++i) {
       cpu_relax();
       f = pick_local();
-      if (f == nullptr) f = steal(false);
+      if (f == nullptr) f = steal();
       if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
       if ((i & 15) == 0 && steady::now() >= spin_until) break;
     }
@@ -208,7 +213,7 @@ void worker::thread_main() {
     sleep_word_.store(1, std::memory_order_seq_cst);
     rt.sleepers.fetch_add(1, std::memory_order_seq_cst);
     f = pick_local();
-    if (f == nullptr) f = steal(true);
+    if (f == nullptr) f = steal();
     if (f == nullptr && !rt.stopping.load(std::memory_order_seq_cst)) {
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
       steady::time_point deadline{};
@@ -242,38 +247,23 @@ fiber_record* worker::pick_local() {
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
   }
-  if (runnext_streak_ < kRunnextLimit && runnext_.load(std::memory_order_relaxed) != nullptr) {
-    if (fiber_record* f = runnext_.exchange(nullptr, std::memory_order_acquire)) {
-      ++runnext_streak_;
-      return f;
-    }
+  if (runnext_ != nullptr && runnext_streak_ < kRunnextLimit) {
+    ++runnext_streak_;
+    return std::exchange(runnext_, nullptr);
   }
   runnext_streak_ = 0;
   if (fiber_record* f = deque_.take()) return f;
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
-  if (runnext_.load(std::memory_order_relaxed) != nullptr) {
-    return runnext_.exchange(nullptr, std::memory_order_acquire);
-  }
+  if (runnext_ != nullptr) return std::exchange(runnext_, nullptr);
   return nullptr;
 }
 
-fiber_record* worker::steal(bool take_runnext) {
+fiber_record* worker::steal() {
   for (unsigned v : steal_order_) {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
       return f;
-    }
-  }
-  if (take_runnext) {
-    for (unsigned v : steal_order_) {
-      auto& slot = rt.workers[v]->runnext_;
-      if (slot.load(std::memory_order_relaxed) != nullptr) {
-        if (fiber_record* f = slot.exchange(nullptr, std::memory_order_acquire)) {
-          rt.steals.fetch_add(1, std::memory_order_relaxed);
-          return f;
-        }
-      }
     }
   }
   return nullptr;
@@ -381,7 +371,7 @@ void worker::push_local(fiber_record* f) {
 }
 
 void worker::make_runnext(fiber_record* f) {
-  if (fiber_record* old = runnext_.exchange(f, std::memory_order_acq_rel)) push_local(old);
+  if (fiber_record* old = std::exchange(runnext_, f)) push_local(old);
 }
 
 void worker::push_inbox(fiber_record* f) {

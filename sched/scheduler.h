@@ -12,15 +12,15 @@
 //      here on the waker's worker and runs as soon as the waker parks (its data is
 //      hot in this core's cache). At most 16 runnext picks in a row, then the
 //      deque gets a turn (Tokio's rule), so two fibers waking each other cannot
-//      starve the rest;
+//      starve the rest. As in Tokio the slot is the owner's alone, never stolen:
+//      it runs as soon as the waker parks, and costs no atomic operation;
 //   3. its Chase–Lev deque, newest first (new fibers, fibers whose park raced an
 //      unpark, fired timers);
 //   4. its MPSC inbox: fibers unparked by other threads (plain OS threads, other
 //      Runtimes' fibers), drained into the deque;
 //   5. the global FIFO (yielded fibers, overflow, the root fiber).
 // An idle worker then steals the oldest fiber of other workers' deques, nearest
-// first in the hwloc tree (topology.h); just before sleeping it also takes their
-// runnext slots.
+// first in the hwloc tree (topology.h).
 //
 // Idle protocol (no lost wake-ups)
 //   A worker with nothing to run spins for `idle_spin` (counted in `spinners`),
@@ -123,7 +123,7 @@ class worker {
 
   // --- on this worker's thread ---
   fiber_record* pick_local();
-  fiber_record* steal(bool take_runnext);
+  fiber_record* steal();
   /// Switches from the running context to `next`; returns when the caller is
   /// resumed (possibly on another worker: never touch `this` afterwards).
   void switch_to(fiber_record* next, post_action act);
@@ -166,7 +166,7 @@ class worker {
   }
 
   sched::chase_lev_deque<fiber_record> deque_;
-  alignas(64) std::atomic<fiber_record*> runnext_{nullptr};
+  fiber_record* runnext_ = nullptr;  // owner only: not stealable (Tokio's LIFO slot)
   sched::mpsc_inbox<fiber_record> inbox_;
   alignas(64) std::atomic<std::uint32_t> sleep_word_{0};
 

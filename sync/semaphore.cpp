@@ -75,6 +75,12 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
   const std::uint32_t yields = spin ? cfg.yield_iterations.load(std::memory_order_relaxed) : 0;
   wait_chain& chain = chain_at(twa_hash(t));
   auto is_admitted = [this, t] { return admitted(t); };
+  if (!spin) {
+    // A fiber: no spinning, no long-term phase. It waits on its ticket's chain
+    // for admission itself; only the release that admits it wakes it.
+    if (chain_wait(chain, is_admitted, deadline)) return true;
+    return cancel(t);
+  }
 
   for (;;) {
     const auto dx = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t);
@@ -101,13 +107,13 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
       if (chain_wait(chain, is_admitted, deadline)) return true;
       return cancel(t);
     }
-    // Long-term: park on the chain of TWAHash(this, t) until we come within the
+    // Long-term: park on the "near" chain of ticket t until we come within the
     // threshold; the release that brings us there pokes exactly that chain.
     auto is_near = [this, t, threshold] {
       return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) + threshold >
              0;
     };
-    if (!chain_wait(chain, is_near, deadline)) return cancel(t);
+    if (!chain_wait(chain_at(twa_hash_near(t)), is_near, deadline)) return cancel(t);
   }
 }
 
@@ -154,12 +160,18 @@ void twa_semaphore::wake(std::uint64_t old_grant, std::uint64_t n,
       twa_config().long_term_threshold.load(std::memory_order_relaxed));
   // Admitted tickets [g, g+n): they may have parked after spinning.
   const std::uint64_t admit_end = std::min(old_grant + n, tickets);
-  for (std::uint64_t k = old_grant; k < admit_end; ++k) signal_chain_polite(chain_at(twa_hash(k)));
+  // A long-term waiter that a release(n) admits outright is still on its near chain.
+  for (std::uint64_t k = old_grant; k < admit_end; ++k) {
+    signal_chain_polite(chain_at(twa_hash(k)));
+    signal_chain_polite(chain_at(twa_hash_near(k)));
+  }
   // Successor(s)-of-successor: tickets that just came within the threshold
   // [max(g+n, g+L), g+n+L) move from long-term to short-term waiting.
   const std::uint64_t near_begin = std::max(old_grant + n, old_grant + threshold);
   const std::uint64_t near_end = std::min(old_grant + n + threshold, tickets);
-  for (std::uint64_t k = near_begin; k < near_end; ++k) signal_chain_polite(chain_at(twa_hash(k)));
+  for (std::uint64_t k = near_begin; k < near_end; ++k) {
+    signal_chain_polite(chain_at(twa_hash_near(k)));
+  }
 }
 
 void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets,

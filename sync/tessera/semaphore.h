@@ -143,9 +143,16 @@ class twa_semaphore {
   bool admitted(std::uint64_t t) const noexcept {
     return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) > 0;
   }
-  /// Listing 3's TWAHash: consecutive tickets 17 chains apart.
+  /// Listing 3's TWAHash: consecutive tickets 17 chains apart. Short-term
+  /// waiters (and fibers) wait here for admission.
   std::uint32_t twa_hash(std::uint64_t ticket) const noexcept {
     return hash_base_ + static_cast<std::uint32_t>(ticket) * 17u;
+  }
+  /// Where long-term waiters (threads only) wait to come within the threshold:
+  /// half the table away from twa_hash(ticket), so the successor-of-successor
+  /// poke never wakes a fiber, which waits for admission directly.
+  std::uint32_t twa_hash_near(std::uint64_t ticket) const noexcept {
+    return twa_hash(ticket) + static_cast<std::uint32_t>(chain_count / 2);
   }
 
   bool wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline);

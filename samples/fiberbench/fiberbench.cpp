@@ -1,0 +1,475 @@
+// fiberbench — Tessera's fibers beside Boost.Fiber, in one run, as ratios.
+//
+//   skynet       1,000,000 fibers in a 10-ary tree summing their ids, 2 workers
+//                (Boost.Fiber: work_stealing on 2 threads), wall time
+//   pingpong-1w  two fibers hand a turn back and forth on 1 worker, round trip
+//                (Tessera: raw park/unpark, and binary_semaphore; Boost.Fiber:
+//                mutex + condition_variable, its idiomatic hand-off)
+//   pingpong-2w  the same on 2 workers
+//   create-join  start a fiber and join it, 1 worker
+//   yield        two fibers yielding to each other, 1 worker, per yield
+//   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
+//                seed 001 §3): tessera::counting_semaphore vs boost::fibers::mutex,
+//                iterations/s
+//   memory       100,000 fibers parked on a semaphore: RSS per parked fiber
+//
+// Boost.Fiber's work_stealing can be set up once per process (static state), so
+// all its 2-thread figures come from one pool of two threads; 1-thread figures
+// use round_robin on a fresh thread.
+#include <tessera/tessera.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <boost/fiber/all.hpp>
+#include <boost/fiber/algo/work_stealing.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+namespace bf = boost::fibers;
+
+double seconds_since(steady::time_point t0) {
+  return std::chrono::duration<double>(steady::now() - t0).count();
+}
+
+template <class Fn>
+double median_of(int runs, Fn&& fn) {
+  std::vector<double> v;
+  for (int i = 0; i < runs; ++i) v.push_back(fn());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// ---- Boost.Fiber harnesses -------------------------------------------------------
+// Runs fn on the main fiber of a fresh thread with round_robin (1 thread).
+double boost_1thread(const std::function<double()>& fn) {
+  double out = 0;
+  std::thread([&] { out = fn(); }).join();
+  return out;
+}
+
+// One work_stealing pool of two threads for the whole process. Jobs run on the
+// main fiber of thread 0; thread 1 steals.
+class boost_pool {
+ public:
+  static boost_pool& get() {
+    static boost_pool pool;
+    return pool;
+  }
+  double run(std::function<double()> job) {
+    std::unique_lock lock(mu_);
+    job_ = std::move(job);
+    has_job_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !has_job_; });
+    return result_;
+  }
+  ~boost_pool() {
+    {
+      std::lock_guard lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    t0_.join();
+    t1_.join();
+  }
+
+ private:
+  boost_pool() {
+    t1_ = std::thread([this] {
+      bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
+      std::unique_lock lock(done_mu_);
+      done_cv_.wait(lock, [this] { return done_; });
+    });
+    t0_ = std::thread([this] {
+      bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
+      for (;;) {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return has_job_ || quit_; });
+        if (quit_) break;
+        auto job = std::move(job_);
+        lock.unlock();
+        const double r = job();
+        lock.lock();
+        result_ = r;
+        has_job_ = false;
+        cv_.notify_all();
+      }
+      {
+        std::lock_guard lock(done_mu_);
+        done_ = true;
+      }
+      done_cv_.notify_all();
+    });
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<double()> job_;
+  bool has_job_ = false, quit_ = false;
+  double result_ = 0;
+  bf::mutex done_mu_;
+  bf::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread t0_, t1_;
+};
+
+// ---- skynet -------------------------------------------------------------------------
+long tessera_skynet(long num, long size) {
+  if (size == 1) return num;
+  long sums[10];
+  tessera::fiber fs[10];
+  const long sub = size / 10;
+  for (long i = 0; i < 10; ++i) {
+    fs[i] = tessera::fiber([&sums, i, num, sub] { sums[i] = tessera_skynet(num + i * sub, sub); });
+  }
+  long total = 0;
+  for (long i = 0; i < 10; ++i) {
+    fs[i].join();
+    total += sums[i];
+  }
+  return total;
+}
+
+long boost_skynet(long num, long size) {
+  if (size == 1) return num;
+  long sums[10];
+  bf::fiber fs[10];
+  const long sub = size / 10;
+  for (long i = 0; i < 10; ++i) {
+    fs[i] = bf::fiber([&sums, i, num, sub] { sums[i] = boost_skynet(num + i * sub, sub); });
+  }
+  long total = 0;
+  for (long i = 0; i < 10; ++i) {
+    fs[i].join();
+    total += sums[i];
+  }
+  return total;
+}
+
+void check_skynet(long got) {
+  if (got != 499999500000L) {
+    std::fprintf(stderr, "skynet: wrong sum %ld\n", got);
+    std::exit(1);
+  }
+}
+
+// ---- ping-pong ------------------------------------------------------------------------
+// Returns ns per round trip.
+double tessera_pingpong_park(unsigned workers, int rounds) {
+  tessera::Runtime rt({.workers = workers});
+  return rt.run([rounds] {
+    std::atomic<int> turn{0};
+    std::atomic<tessera::waiter*> ids[2] = {nullptr, nullptr};
+    auto player = [&](int me) {
+      ids[me] = tessera::self();
+      while (ids[1 - me].load() == nullptr) tessera::this_fiber::yield();
+      for (int i = 0; i < rounds; ++i) {
+        while (turn.load(std::memory_order_acquire) != me) tessera::park();
+        turn.store(1 - me, std::memory_order_release);
+        tessera::unpark(ids[1 - me].load(std::memory_order_relaxed));
+      }
+    };
+    const auto t0 = steady::now();
+    tessera::fiber a(player, 0), b(player, 1);
+    a.join();
+    b.join();
+    return seconds_since(t0) * 1e9 / rounds;
+  });
+}
+
+double tessera_pingpong_sem(unsigned workers, int rounds) {
+  tessera::Runtime rt({.workers = workers});
+  return rt.run([rounds] {
+    tessera::binary_semaphore ping(0), pong(0);
+    const auto t0 = steady::now();
+    tessera::fiber a([&] {
+      for (int i = 0; i < rounds; ++i) {
+        ping.release();
+        pong.acquire();
+      }
+    });
+    tessera::fiber b([&] {
+      for (int i = 0; i < rounds; ++i) {
+        ping.acquire();
+        pong.release();
+      }
+    });
+    a.join();
+    b.join();
+    return seconds_since(t0) * 1e9 / rounds;
+  });
+}
+
+double boost_pingpong(int rounds) {
+  bf::mutex m;
+  bf::condition_variable cv;
+  int turn = 0;
+  auto player = [&](int me) {
+    for (int i = 0; i < rounds; ++i) {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return turn == me; });
+      turn = 1 - me;
+      cv.notify_one();
+    }
+  };
+  const auto t0 = steady::now();
+  bf::fiber a(player, 0), b(player, 1);
+  a.join();
+  b.join();
+  return seconds_since(t0) * 1e9 / rounds;
+}
+
+// ---- create+join, yield -------------------------------------------------------------
+double tessera_create_join(int n) {
+  tessera::Runtime rt({.workers = 1});
+  return rt.run([n] {
+    const auto t0 = steady::now();
+    for (int i = 0; i < n; ++i) tessera::fiber([] {}).join();
+    return seconds_since(t0) * 1e9 / n;
+  });
+}
+double boost_create_join(int n) {
+  const auto t0 = steady::now();
+  for (int i = 0; i < n; ++i) bf::fiber([] {}).join();
+  return seconds_since(t0) * 1e9 / n;
+}
+double tessera_yield(int n) {
+  tessera::Runtime rt({.workers = 1});
+  return rt.run([n] {
+    const auto t0 = steady::now();
+    tessera::fiber a([n] { for (int i = 0; i < n; ++i) tessera::this_fiber::yield(); });
+    tessera::fiber b([n] { for (int i = 0; i < n; ++i) tessera::this_fiber::yield(); });
+    a.join();
+    b.join();
+    return seconds_since(t0) * 1e9 / (2.0 * n);
+  });
+}
+double boost_yield(int n) {
+  const auto t0 = steady::now();
+  bf::fiber a([n] { for (int i = 0; i < n; ++i) boost::this_fiber::yield(); });
+  bf::fiber b([n] { for (int i = 0; i < n; ++i) boost::this_fiber::yield(); });
+  a.join();
+  b.join();
+  return seconds_since(t0) * 1e9 / (2.0 * n);
+}
+
+// ---- semabench in fibers ---------------------------------------------------------------
+// The paper's loop with F fibers for `secs` seconds; returns iterations/s.
+template <class Fiber, class Lock, class Sleep>
+double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for) {
+  std::mt19937 shared_rng(1);
+  std::atomic<bool> stop{false};
+  std::atomic<long> total{0};
+  std::vector<Fiber> fs;
+  const auto t0 = steady::now();
+  for (int i = 0; i < fibers; ++i) {
+    fs.emplace_back([&, i] {
+      std::mt19937 mine(static_cast<unsigned>(i));
+      long n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        lock.acquire();
+        shared_rng();
+        lock.release();
+        mine();
+        ++n;
+      }
+      total.fetch_add(n);
+    });
+  }
+  sleep_for(std::chrono::duration<double>(secs));
+  stop = true;
+  for (auto& f : fs) f.join();
+  return static_cast<double>(total.load()) / seconds_since(t0);
+}
+
+struct tessera_lock {
+  tessera::counting_semaphore<> s{1};
+  void acquire() { s.acquire(); }
+  void release() { s.release(); }
+};
+struct boost_lock {
+  bf::mutex m;
+  void acquire() { m.lock(); }
+  void release() { m.unlock(); }
+};
+
+// ---- memory ----------------------------------------------------------------------------
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// ---- reporting --------------------------------------------------------------------------
+struct row {
+  std::string bench, unit;
+  double tessera, boost;
+  bool lower_is_better;
+  std::string note;
+};
+
+void print_rows(const std::vector<row>& rows) {
+  std::printf("\n%-24s %14s %14s %10s  %s\n", "benchmark", "tessera", "Boost.Fiber", "ratio",
+              "unit / note");
+  for (const auto& r : rows) {
+    const double ratio = r.boost <= 0 ? 0 : r.lower_is_better ? r.boost / r.tessera : r.tessera / r.boost;
+    if (r.boost > 0) {
+      std::printf("%-24s %14.4g %14.4g %9.2fx  %s%s\n", r.bench.c_str(), r.tessera, r.boost, ratio,
+                  r.unit.c_str(), r.note.c_str());
+    } else {
+      std::printf("%-24s %14.4g %14s %10s  %s%s\n", r.bench.c_str(), r.tessera, "-", "-",
+                  r.unit.c_str(), r.note.c_str());
+    }
+  }
+  std::printf("ratio: how many times better Tessera is (time: Boost/Tessera; rate: Tessera/Boost)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fiberbench: Tessera fibers beside Boost.Fiber"};
+  int runs = 3;
+  bool quick = false;
+  std::vector<std::string> only;
+  std::vector<int> fiber_counts{2, 8, 32, 128, 512, 1024};
+  double seconds = 0.3;
+  long parked = 100000;
+  std::string csv;
+  app.add_option("--runs", runs, "runs per figure (median)")->check(CLI::Range(1, 100));
+  app.add_flag("--quick", quick, "fewer rounds (for CI)");
+  app.add_option("--only", only, "benchmarks to run")
+      ->check(CLI::IsMember({"skynet", "pingpong", "create-join", "yield", "semabench", "memory"}));
+  app.add_option("--fibers", fiber_counts, "fiber counts for semabench")->check(CLI::Range(1, 100000));
+  app.add_option("--seconds", seconds, "seconds per semabench point")->check(CLI::Range(0.01, 60.0));
+  app.add_option("--parked", parked, "fibers parked in the memory benchmark")->check(CLI::Range(1L, 10000000L));
+  app.add_option("--csv", csv, "also write the table as CSV here");
+  CLI11_PARSE(app, argc, argv);
+  auto want = [&](const char* b) { return only.empty() || std::count(only.begin(), only.end(), b) > 0; };
+  const int rounds = quick ? 50000 : 200000;
+  std::vector<row> rows;
+  {
+    tessera::Runtime probe({.workers = 2});
+    std::printf("fiberbench: %s; %d run(s) per figure, median\n", probe.describe().c_str(), runs);
+  }
+
+  if (want("skynet")) {
+    std::printf("skynet ...\n");
+    std::fflush(stdout);
+    tessera::Runtime rt({.workers = 2});
+    const double t = median_of(runs, [&] {
+      const auto t0 = steady::now();
+      check_skynet(rt.run([] { return tessera_skynet(0, 1000000); }));
+      return seconds_since(t0);
+    });
+    const double b = median_of(runs, [&] {
+      return boost_pool::get().run([] {
+        const auto t0 = steady::now();
+        check_skynet(boost_skynet(0, 1000000));
+        return seconds_since(t0);
+      });
+    });
+    rows.push_back({"skynet 1M, 2 workers", "s", t, b, true, ""});
+  }
+  if (want("pingpong")) {
+    std::printf("ping-pong ...\n");
+    std::fflush(stdout);
+    const double b1 = median_of(runs, [&] { return boost_1thread([&] { return boost_pingpong(rounds); }); });
+    const double tp1 = median_of(runs, [&] { return tessera_pingpong_park(1, rounds); });
+    const double ts1 = median_of(runs, [&] { return tessera_pingpong_sem(1, rounds); });
+    rows.push_back({"pingpong park, 1w", "ns/round trip", tp1, b1, true, " (Boost: mutex+condvar)"});
+    rows.push_back({"pingpong bin.sem, 1w", "ns/round trip", ts1, b1, true, " (Boost: mutex+condvar)"});
+    const int rounds2 = rounds / 10;
+    const double b2 = median_of(runs, [&] { return boost_pool::get().run([&] { return boost_pingpong(rounds2); }); });
+    const double tp2 = median_of(runs, [&] { return tessera_pingpong_park(2, rounds2); });
+    const double ts2 = median_of(runs, [&] { return tessera_pingpong_sem(2, rounds2); });
+    rows.push_back({"pingpong park, 2w", "ns/round trip", tp2, b2, true, " (Boost: mutex+condvar)"});
+    rows.push_back({"pingpong bin.sem, 2w", "ns/round trip", ts2, b2, true, " (Boost: mutex+condvar)"});
+  }
+  if (want("create-join")) {
+    std::printf("create+join ...\n");
+    std::fflush(stdout);
+    const int n = rounds / 2;
+    const double t = median_of(runs, [&] { return tessera_create_join(n); });
+    const double b = median_of(runs, [&] { return boost_1thread([&] { return boost_create_join(n); }); });
+    rows.push_back({"create+join, 1w", "ns/fiber", t, b, true, ""});
+  }
+  if (want("yield")) {
+    std::printf("yield ...\n");
+    std::fflush(stdout);
+    const double t = median_of(runs, [&] { return tessera_yield(rounds); });
+    const double b = median_of(runs, [&] { return boost_1thread([&] { return boost_yield(rounds); }); });
+    rows.push_back({"yield, 1w", "ns/yield", t, b, true, ""});
+  }
+  if (want("semabench")) {
+    tessera::Runtime rt({.workers = 2});
+    for (int f : fiber_counts) {
+      std::printf("semabench F=%d ...\n", f);
+      std::fflush(stdout);
+      const double t = median_of(runs, [&] {
+        return rt.run([&] {
+          tessera_lock lock;
+          return semabench_loop<tessera::fiber>(f, seconds, lock, [](auto d) {
+            tessera::this_fiber::sleep_for(d);
+          });
+        });
+      });
+      const double b = median_of(runs, [&] {
+        return boost_pool::get().run([&] {
+          boost_lock lock;
+          return semabench_loop<bf::fiber>(f, seconds, lock, [](auto d) {
+            boost::this_fiber::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+          });
+        });
+      });
+      rows.push_back({"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
+                      " (Boost: fibers::mutex)"});
+    }
+  }
+  if (want("memory")) {
+    std::printf("memory: %ld parked fibers ...\n", parked);
+    std::fflush(stdout);
+    try {
+      tessera::Runtime rt({.workers = 2});
+      const long before = rss_kib();
+      long during = 0;
+      rt.run([&] {
+        tessera::counting_semaphore<> gate(0);
+        for (long i = 0; i < parked; ++i) tessera::spawn([&gate] { gate.acquire(); });
+        while (gate.waiting() < parked) tessera::this_fiber::sleep_for(std::chrono::milliseconds(1));
+        during = rss_kib();
+        gate.release(parked);
+      });
+      const double per = (during - before) * 1024.0 / static_cast<double>(parked);
+      std::ostringstream note;
+      note << " (" << parked << " parked: RSS +" << (during - before) / 1024 << " MiB, "
+           << rt.config().stack_size / 1024 << " KiB stacks + guard page)";
+      rows.push_back({"memory per parked fiber", "bytes", per, 0, true, note.str()});
+    } catch (const std::exception& e) {
+      std::printf("memory: %s\n", e.what());
+    }
+  }
+
+  print_rows(rows);
+  if (!csv.empty()) {
+    std::ofstream out(csv);
+    out << "benchmark,unit,tessera,boost_fiber\n";
+    for (const auto& r : rows) out << '"' << r.bench << "\"," << r.unit << ',' << r.tessera << ',' << r.boost << '\n';
+    std::printf("wrote %s\n", csv.c_str());
+  }
+  return 0;
+}
