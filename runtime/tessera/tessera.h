@@ -5,12 +5,14 @@
 //   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
 //   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
 //   <tessera/atomic_wait.h>        atomic_wait, atomic_notify_one/all (P0514)
+//   <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex, recursive_timed_mutex
 //   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
 //   <tessera/ticket_semaphore.h>   ticket_semaphore (Listing 1, baseline)
 //   <tessera/twa_spin_semaphore.h> twa_spin_semaphore (Listing 2, spinning waiting array)
 #pragma once
 
 #include <tessera/atomic_wait.h>
+#include <tessera/mutex.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>

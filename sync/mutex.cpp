@@ -1,0 +1,192 @@
+// The mutexes' slow paths (see tessera/mutex.h for the box office and the policy).
+#include "tessera/mutex.h"
+
+#include <string>
+#include <system_error>
+
+namespace tessera::detail {
+
+using steady = std::chrono::steady_clock;
+
+/// One parked caller, on its own stack. `woken`: 0 queued, 1 woken to compete,
+/// 2 the lock was handed to it.
+struct mutex_core::node {
+  waiter* who;
+  node* next;
+  steady::time_point since;
+  std::atomic<int> woken;
+};
+
+mutex_core::~mutex_core() {
+#if TESSERA_CHECKS
+  if ((state_.load() & kLocked) != 0 || head_ != nullptr) {
+    misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
+  }
+#endif
+}
+
+void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
+#if TESSERA_CHECKS
+  if ((state_.load(std::memory_order_relaxed) & kLocked) == 0 ||
+      owner_.load(std::memory_order_relaxed) != self()) {
+    misuse_abort((std::string(type) + "::unlock: the caller does not own the mutex").c_str());
+  }
+  owner_.store(nullptr, std::memory_order_relaxed);
+#endif
+}
+
+void mutex_core::lock_queue() noexcept {
+  for (unsigned spins = 0; queue_lock_.exchange(true, std::memory_order_acquire);) {
+    while (queue_lock_.load(std::memory_order_relaxed)) {
+      if (++spins < 64) {
+        cpu_relax();
+      } else {
+        yield_now();  // the holder was preempted (it holds the lock for a few instructions)
+      }
+    }
+  }
+}
+
+bool mutex_core::lock_slow(const steady::time_point* deadline) {
+  const unsigned spin_budget = should_spin() ? 128 : 0;
+  unsigned spins = spin_budget;
+  steady::time_point since{};
+  bool requeue = false;
+  for (;;) {
+    std::uint32_t s = state_.load(std::memory_order_relaxed);
+    while ((s & kLocked) == 0) {  // barge
+      if (state_.compare_exchange_weak(s, s | kLocked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        note_owner();
+        return true;
+      }
+    }
+    if (spins > 0 && (s & kQueued) == 0) {  // spin only while nobody is queued
+      --spins;
+      cpu_relax();
+      continue;
+    }
+    const auto now = steady::now();
+    if (deadline != nullptr && now >= *deadline) return false;
+    if (!requeue) since = now;
+
+    node n{self(), nullptr, since, {0}};
+    lock_queue();
+    s = state_.load(std::memory_order_relaxed);
+    bool queued = false;
+    while ((s & kLocked) != 0) {
+      if ((s & kQueued) != 0 || state_.compare_exchange_weak(s, s | kQueued,
+                                                             std::memory_order_relaxed)) {
+        queued = true;
+        break;
+      }
+    }
+    if (!queued) {  // unlocked meanwhile: barge again
+      unlock_queue();
+      continue;
+    }
+    if (requeue) {  // a woken waiter that lost the race keeps its place: the front
+      n.next = head_;
+      head_ = &n;
+      if (tail_ == nullptr) tail_ = &n;
+    } else {
+      if (tail_ != nullptr) {
+        tail_->next = &n;
+      } else {
+        head_ = &n;
+      }
+      tail_ = &n;
+    }
+    unlock_queue();
+
+    bool timed_out = false;
+    while (n.woken.load(std::memory_order_acquire) == 0) {
+      if (deadline == nullptr) {
+        park();
+      } else if (!park_until(*deadline) && n.woken.load(std::memory_order_acquire) == 0) {
+        timed_out = true;
+        break;
+      }
+    }
+    if (timed_out) {
+      lock_queue();
+      if (n.woken.load(std::memory_order_acquire) == 0) {  // still queued: leave
+        node** link = &head_;
+        node* prev = nullptr;
+        while (*link != &n) {
+          prev = *link;
+          link = &(*link)->next;
+        }
+        *link = n.next;
+        if (tail_ == &n) tail_ = prev;
+        if (head_ == nullptr) state_.fetch_and(~kQueued, std::memory_order_relaxed);
+        unlock_queue();
+        return false;
+      }
+      unlock_queue();  // woken just as we timed out: take what we were given
+    }
+    if (n.woken.load(std::memory_order_acquire) == 2) {  // handed over: LOCKED is ours
+      note_owner();
+      return true;
+    }
+    state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
+    requeue = true;
+    spins = spin_budget;
+  }
+}
+
+void mutex_core::unlock_slow() {
+  lock_queue();
+  node* n = head_;
+  if (n == nullptr) {  // QUEUED or WOKEN without anyone queued
+    state_.fetch_and(~(kLocked | kQueued), std::memory_order_release);
+    unlock_queue();
+    return;
+  }
+  const bool handoff = steady::now() - n->since >= handoff_after;
+  const bool wake = handoff || (state_.load(std::memory_order_relaxed) & kWoken) == 0;
+  if (!wake) {  // a woken waiter is still on its way: just release
+    state_.fetch_and(~kLocked, std::memory_order_release);
+    unlock_queue();
+    return;
+  }
+  head_ = n->next;
+  if (head_ == nullptr) tail_ = nullptr;
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  std::uint32_t next;
+  do {
+    next = handoff ? (s | kLocked) : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays
+    next = head_ != nullptr ? (next | kQueued) : (next & ~kQueued);
+  } while (!state_.compare_exchange_weak(s, next, std::memory_order_release,
+                                         std::memory_order_relaxed));
+  waiter* who = n->who;  // read before the store: `n` dies once its owner sees it
+  unlock_queue();
+  n->woken.store(handoff ? 2 : 1, std::memory_order_release);
+  unpark(who);
+}
+
+[[noreturn]] void recursion_overflow(const char* type) {
+  throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                          std::string(type) + "::lock: recursion depth exceeds 2^32-1");
+}
+
+}  // namespace tessera::detail
+
+namespace tessera {
+
+void recursive_mutex::unlock() {
+  if (!rec_.owned_by_caller()) {
+    detail::misuse_abort("tessera::recursive_mutex::unlock: the caller does not own the mutex");
+  }
+  if (rec_.leave()) core_.unlock("tessera::recursive_mutex");
+}
+
+void recursive_timed_mutex::unlock() {
+  if (!rec_.owned_by_caller()) {
+    detail::misuse_abort(
+        "tessera::recursive_timed_mutex::unlock: the caller does not own the mutex");
+  }
+  if (rec_.leave()) core_.unlock("tessera::recursive_timed_mutex");
+}
+
+}  // namespace tessera

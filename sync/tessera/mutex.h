@@ -1,0 +1,262 @@
+// tessera/mutex.h — mutex, timed_mutex, recursive_mutex, recursive_timed_mutex.
+//
+// Box office / bouncer (seed 002): one atomic word decides; a FIFO queue of
+// parked callers (on-stack nodes, park façade) makes them wait. For fibers and
+// OS threads alike, mixed on one mutex.
+//
+// Box office: `state_`
+//
+//   bit 0  LOCKED    someone owns the mutex
+//   bit 1  QUEUED    the waiter queue may be non-empty: unlock must look at it
+//   bit 2  WOKEN     a waiter was woken and has not yet retried: unlock wakes no
+//                    other (one wake-up in flight at a time, Go's mutexWoken)
+//
+//   state                   lock()                     unlock()
+//   0                       CAS -> LOCKED (fast path)  misuse
+//   LOCKED                  queue, park                CAS -> 0 (fast path)
+//   LOCKED|QUEUED           queue, park                slow path: see below
+//   QUEUED (unlocked)       barge: CAS -> |LOCKED      misuse
+//
+// Admission policy: barging with eventual fairness (Go's sync.Mutex starvation
+// mode, WebKit's and parking_lot's fair unlock). Normally unlock releases the
+// word and wakes the oldest waiter, which then competes with newcomers: no
+// convoy when callers outnumber cores. But once the oldest waiter has waited
+// longer than `handoff_after` (1 ms), unlock hands the lock to it directly
+// (LOCKED never clears), so no waiter starves longer than about that plus the
+// queue ahead of it. A waiter that loses a race re-queues at its old place's age.
+//
+// Contract
+// - Who may call: any fiber or OS thread; unlock() only the owner (the fiber,
+//   or the thread outside fibers, that locked).
+// - Memory ordering: unlock() synchronizes-with the lock() that next acquires
+//   (release/acquire on state_), as std::mutex.
+// - Spinning: OS threads spin briefly (should_spin()) before queueing; fibers
+//   queue at once (their park is a user-space switch).
+// - try_lock_for/until: durations in any std::chrono unit; never return false
+//   before the deadline; a timed-out waiter leaves the queue and loses nothing.
+// - Misuse, checked when TESSERA_CHECKS is on (Debug, ASan builds): unlock by a
+//   caller that does not own the mutex, and destroying a mutex that is locked or
+//   has waiters, abort with a message naming the mutex type and the rule.
+//   recursive_* count up to 2^32-1 levels; past that lock() throws
+//   std::system_error (resource_unavailable_try_again), as the standard allows.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "tessera/detail/cpu.h"
+#include "tessera/park.h"
+
+namespace tessera {
+namespace detail {
+
+/// The shared machinery of all four mutexes. Not for direct use.
+class mutex_core {
+ public:
+  static constexpr std::uint32_t kLocked = 1;
+  static constexpr std::uint32_t kQueued = 2;
+  static constexpr std::uint32_t kWoken = 4;
+  /// A waiter older than this gets the lock handed to it.
+  static constexpr std::chrono::microseconds handoff_after{1000};
+
+  mutex_core() noexcept = default;
+  mutex_core(const mutex_core&) = delete;
+  mutex_core& operator=(const mutex_core&) = delete;
+  ~mutex_core();
+
+  bool try_lock() noexcept {
+    std::uint32_t s = state_.load(std::memory_order_relaxed);
+    while ((s & kLocked) == 0) {
+      if (state_.compare_exchange_weak(s, s | kLocked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        note_owner();
+        return true;
+      }
+    }
+    return false;
+  }
+  void lock() {
+    std::uint32_t expected = 0;
+    if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
+      lock_slow(nullptr);
+      return;
+    }
+    note_owner();
+  }
+  bool lock_until(std::chrono::steady_clock::time_point deadline) {
+    if (try_lock()) return true;
+    return lock_slow(&deadline);
+  }
+  void unlock(const char* type) {
+    check_owner(type);
+    std::uint32_t expected = kLocked;
+    if (!state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+      unlock_slow();
+    }
+  }
+  bool locked() const noexcept { return (state_.load(std::memory_order_relaxed) & kLocked) != 0; }
+  void set_type(const char* type) noexcept { type_ = type; }
+
+ private:
+  struct node;
+  bool lock_slow(const std::chrono::steady_clock::time_point* deadline);
+  void unlock_slow();
+  void lock_queue() noexcept;
+  void unlock_queue() noexcept { queue_lock_.store(false, std::memory_order_release); }
+  void note_owner() noexcept {
+#if TESSERA_CHECKS
+    owner_.store(self(), std::memory_order_relaxed);
+#endif
+  }
+  void check_owner([[maybe_unused]] const char* type) noexcept;
+
+  std::atomic<std::uint32_t> state_{0};
+  std::atomic<bool> queue_lock_{false};
+  node* head_ = nullptr;  // FIFO of parked callers, guarded by queue_lock_
+  node* tail_ = nullptr;
+  const char* type_ = "tessera::mutex";
+#if TESSERA_CHECKS
+  std::atomic<waiter*> owner_{nullptr};
+#endif
+};
+
+/// Ownership bookkeeping of the recursive mutexes.
+class recursion {
+ public:
+  template <class Acquire>
+  bool enter(Acquire&& acquire, const char* type);
+  bool leave() noexcept;  // true when the last level is left
+  bool owned_by_caller() const noexcept {
+    return owner_.load(std::memory_order_relaxed) == self();
+  }
+
+ private:
+  std::atomic<waiter*> owner_{nullptr};
+  std::uint32_t depth_ = 0;
+  friend class ::tessera::detail::mutex_core;
+};
+
+[[noreturn]] void recursion_overflow(const char* type);
+
+template <class Acquire>
+bool recursion::enter(Acquire&& acquire, const char* type) {
+  waiter* me = self();
+  if (owner_.load(std::memory_order_relaxed) == me) {
+    if (depth_ == UINT32_MAX) recursion_overflow(type);
+    ++depth_;
+    return true;
+  }
+  if (!acquire()) return false;
+  owner_.store(me, std::memory_order_relaxed);
+  depth_ = 1;
+  return true;
+}
+
+inline bool recursion::leave() noexcept {
+  if (--depth_ != 0) return false;
+  owner_.store(nullptr, std::memory_order_relaxed);
+  return true;
+}
+
+template <class Clock, class Duration>
+std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& t) {
+  if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+    return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
+  } else {
+    return std::chrono::steady_clock::now() +
+           std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now());
+  }
+}
+
+}  // namespace detail
+
+/// A mutex with std::mutex's interface (Lockable): works with std::lock_guard,
+/// std::unique_lock, std::scoped_lock. See the header comment for the policy.
+class mutex {
+ public:
+  mutex() noexcept = default;
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+  void lock() { core_.lock(); }
+  bool try_lock() noexcept { return core_.try_lock(); }
+  /// Precondition: the caller owns the mutex (checked with TESSERA_CHECKS).
+  void unlock() { core_.unlock("tessera::mutex"); }
+
+ private:
+  detail::mutex_core core_;
+};
+
+/// mutex plus try_lock_for / try_lock_until (TimedLockable).
+class timed_mutex {
+ public:
+  timed_mutex() noexcept { core_.set_type("tessera::timed_mutex"); }
+  timed_mutex(const timed_mutex&) = delete;
+  timed_mutex& operator=(const timed_mutex&) = delete;
+  void lock() { core_.lock(); }
+  bool try_lock() noexcept { return core_.try_lock(); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return core_.lock_until(std::chrono::steady_clock::now() +
+                            std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    return core_.lock_until(detail::to_steady(t));
+  }
+  void unlock() { core_.unlock("tessera::timed_mutex"); }
+
+ private:
+  detail::mutex_core core_;
+};
+
+/// A mutex its owner may lock again; unlocked when unlock() has been called as
+/// many times as lock(). Ownership is per fiber (per thread, outside fibers).
+class recursive_mutex {
+ public:
+  recursive_mutex() noexcept { core_.set_type("tessera::recursive_mutex"); }
+  recursive_mutex(const recursive_mutex&) = delete;
+  recursive_mutex& operator=(const recursive_mutex&) = delete;
+  void lock() {
+    rec_.enter([this] { core_.lock(); return true; }, "tessera::recursive_mutex");
+  }
+  bool try_lock() { return rec_.enter([this] { return core_.try_lock(); }, "tessera::recursive_mutex"); }
+  void unlock();
+
+ private:
+  detail::mutex_core core_;
+  detail::recursion rec_;
+};
+
+/// recursive_mutex plus try_lock_for / try_lock_until.
+class recursive_timed_mutex {
+ public:
+  recursive_timed_mutex() noexcept { core_.set_type("tessera::recursive_timed_mutex"); }
+  recursive_timed_mutex(const recursive_timed_mutex&) = delete;
+  recursive_timed_mutex& operator=(const recursive_timed_mutex&) = delete;
+  void lock() {
+    rec_.enter([this] { core_.lock(); return true; }, "tessera::recursive_timed_mutex");
+  }
+  bool try_lock() {
+    return rec_.enter([this] { return core_.try_lock(); }, "tessera::recursive_timed_mutex");
+  }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until(std::chrono::steady_clock::now() +
+                          std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
+    const auto deadline = detail::to_steady(t);
+    return rec_.enter([&] { return core_.lock_until(deadline); }, "tessera::recursive_timed_mutex");
+  }
+  void unlock();
+
+ private:
+  detail::mutex_core core_;
+  detail::recursion rec_;
+};
+
+}  // namespace tessera
