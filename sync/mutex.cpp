@@ -61,14 +61,16 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
         return true;
       }
     }
-    if (spins > 0 && (s & kQueued) == 0) {  // spin only while nobody is queued
+    if (spins > 0) {  // threads: a short spin before queueing
       --spins;
       cpu_relax();
       continue;
     }
-    const auto now = steady::now();
-    if (deadline != nullptr && now >= *deadline) return false;
-    if (!requeue) since = now;
+    if (deadline != nullptr || !requeue) {
+      const auto now = steady::now();
+      if (deadline != nullptr && now >= *deadline) return false;
+      if (!requeue) since = now;
+    }
 
     node n{self(), nullptr, since, {0}};
     lock_queue();
@@ -136,23 +138,33 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
 }
 
 void mutex_core::unlock_slow() {
+  // A woken waiter is still on its way: it will retry, and re-queue if it loses.
+  // Just release — no queue lock, no clock, no second wake-up.
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  while ((s & kWoken) != 0) {
+    if (state_.compare_exchange_weak(s, s & ~kLocked, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      return;
+    }
+  }
   lock_queue();
   node* n = head_;
-  if (n == nullptr) {  // QUEUED or WOKEN without anyone queued
+  if (n == nullptr) {  // QUEUED without anyone queued (a timed-out waiter left)
     state_.fetch_and(~(kLocked | kQueued), std::memory_order_release);
     unlock_queue();
     return;
   }
-  const bool handoff = steady::now() - n->since >= handoff_after;
-  const bool wake = handoff || (state_.load(std::memory_order_relaxed) & kWoken) == 0;
-  if (!wake) {  // a woken waiter is still on its way: just release
-    state_.fetch_and(~kLocked, std::memory_order_release);
-    unlock_queue();
-    return;
-  }
+  // We are about to wake someone (a futex wake for a thread): a clock read is
+  // cheap next to that. Fair unlocks are rate-limited (parking_lot's "be fair"
+  // timer): at most one hand-off per `handoff_after`, so a hand-off to a
+  // sleeping thread — while nobody holds the lock yet nobody may take it —
+  // costs little throughput.
+  const auto now = steady::now();
+  const bool handoff = now - n->since >= handoff_after && now >= next_fair_;
+  if (handoff) next_fair_ = now + handoff_after;
   head_ = n->next;
   if (head_ == nullptr) tail_ = nullptr;
-  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
     next = handoff ? (s | kLocked) : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays

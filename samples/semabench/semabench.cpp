@@ -65,32 +65,39 @@ struct std_sem {
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
-// Locks: "released once before the threads start" means starting unlocked.
-struct std_mutex {
-  static constexpr const char* name = "std::mutex";
-  std::mutex m;
-  bool first = true;
-  void release() {
-    if (first) {
-      first = false;  // the initial post: a lock starts unlocked
-      return;
-    }
-    m.unlock();
-  }
-  void acquire() { m.lock(); }
-};
-struct absl_mutex {
-  static constexpr const char* name = "absl::Mutex";
-  absl::Mutex m;
+// Locks: "released once before the threads start" means starting unlocked, so
+// the first release() is a no-op. `Ops` says how to lock and unlock an `M`.
+template <class M, class Ops>
+struct lock_as_semaphore {
+  M m;
   bool first = true;
   void release() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (first) {
       first = false;
       return;
     }
-    m.Unlock();
+    Ops::unlock(m);
   }
-  void acquire() ABSL_NO_THREAD_SAFETY_ANALYSIS { m.Lock(); }
+  void acquire() ABSL_NO_THREAD_SAFETY_ANALYSIS { Ops::lock(m); }
+};
+struct std_style_ops {
+  template <class M>
+  static void lock(M& m) { m.lock(); }
+  template <class M>
+  static void unlock(M& m) { m.unlock(); }
+};
+struct absl_ops {
+  static void lock(absl::Mutex& m) ABSL_NO_THREAD_SAFETY_ANALYSIS { m.Lock(); }
+  static void unlock(absl::Mutex& m) ABSL_NO_THREAD_SAFETY_ANALYSIS { m.Unlock(); }
+};
+struct std_mutex : lock_as_semaphore<std::mutex, std_style_ops> {
+  static constexpr const char* name = "std::mutex";
+};
+struct absl_mutex : lock_as_semaphore<absl::Mutex, absl_ops> {
+  static constexpr const char* name = "absl::Mutex";
+};
+struct tessera_mutex : lock_as_semaphore<tessera::mutex, std_style_ops> {
+  static constexpr const char* name = "tessera::mutex";
 };
 
 using clock_type = std::chrono::steady_clock;
@@ -144,8 +151,9 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),    entry<twa_spin>(),  entry<ticket>(),    entry<posix>(),
-          entry<std_sem>(), entry<std_mutex>(), entry<absl_mutex>()};
+  return {entry<twa>(),       entry<twa_spin>(),   entry<ticket>(),
+          entry<posix>(),     entry<std_sem>(),    entry<std_mutex>(),
+          entry<absl_mutex>(), entry<tessera_mutex>()};
 }
 
 double median(std::vector<double> v) {
@@ -304,6 +312,11 @@ int main(int argc, char** argv) {
   if (has("twa", 4) && has("twa", 32))
     std::printf("  twa T=32 / twa T=4                  = %8.2fx  (target >= 0.5)\n",
                 results["twa"][32] / results["twa"][4]);
+  for (int t : threads) {
+    if (has("tessera::mutex", t) && has("std::mutex", t))
+      std::printf("  T=%-3d tessera::mutex / std::mutex   = %8.2fx  (target >= 1.0)\n", t,
+                  results["tessera::mutex"][t] / results["std::mutex"][t]);
+  }
   for (int t : threads) {
     if (has("twa", t) && has("sem_t", t) && t > static_cast<int>(cores))
       std::printf("  T=%-3d twa / sem_t (FIFO vs barging) = %8.3fx\n", t,

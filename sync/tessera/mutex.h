@@ -22,8 +22,11 @@
 // word and wakes the oldest waiter, which then competes with newcomers: no
 // convoy when callers outnumber cores. But once the oldest waiter has waited
 // longer than `handoff_after` (1 ms), unlock hands the lock to it directly
-// (LOCKED never clears), so no waiter starves longer than about that plus the
-// queue ahead of it. A waiter that loses a race re-queues at its old place's age.
+// (LOCKED never clears) — at most once per `handoff_after`, so hand-offs to
+// sleeping threads cannot turn into a convoy. The queue is FIFO and a woken
+// waiter that loses the race goes back to its place at the front, so a waiter k
+// places back gets the lock within about (k + 1) ms. (A fiber that never parks
+// holds its worker regardless: scheduling is cooperative.)
 //
 // Contract
 // - Who may call: any fiber or OS thread; unlock() only the owner (the fiber,
@@ -117,6 +120,7 @@ class mutex_core {
   std::atomic<bool> queue_lock_{false};
   node* head_ = nullptr;  // FIFO of parked callers, guarded by queue_lock_
   node* tail_ = nullptr;
+  std::chrono::steady_clock::time_point next_fair_{};  // guarded by queue_lock_
   const char* type_ = "tessera::mutex";
 #if TESSERA_CHECKS
   std::atomic<waiter*> owner_{nullptr};
