@@ -139,14 +139,20 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
 
 void mutex_core::unlock_slow() {
   // A woken waiter is still on its way: it will retry, and re-queue if it loses.
-  // Just release — no queue lock, no clock, no second wake-up.
+  // Just release — no queue lock, no clock, no second wake-up. But not forever:
+  // the woken waiter may be a fiber stuck behind a fiber that never parks, so
+  // every 256th such unlock looks at the queue and the fairness timer too.
+  // (`woken_unlocks_` is only touched by the owner, inside unlock.)
   std::uint32_t s = state_.load(std::memory_order_relaxed);
-  while ((s & kWoken) != 0) {
-    if (state_.compare_exchange_weak(s, s & ~kLocked, std::memory_order_release,
-                                     std::memory_order_relaxed)) {
-      return;
+  if ((s & kWoken) != 0 && ++woken_unlocks_ < 256) {
+    while ((s & kWoken) != 0) {
+      if (state_.compare_exchange_weak(s, s & ~kLocked, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
+        return;
+      }
     }
   }
+  woken_unlocks_ = 0;
   lock_queue();
   node* n = head_;
   if (n == nullptr) {  // QUEUED without anyone queued (a timed-out waiter left)
@@ -161,13 +167,18 @@ void mutex_core::unlock_slow() {
   // costs little throughput.
   const auto now = steady::now();
   const bool handoff = now - n->since >= handoff_after && now >= next_fair_;
+  if (!handoff && (state_.load(std::memory_order_relaxed) & kWoken) != 0) {
+    state_.fetch_and(~kLocked, std::memory_order_release);  // one wake-up in flight is enough
+    unlock_queue();
+    return;
+  }
   if (handoff) next_fair_ = now + handoff_after;
   head_ = n->next;
   if (head_ == nullptr) tail_ = nullptr;
   s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
-    next = handoff ? (s | kLocked) : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays
+    next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set
     next = head_ != nullptr ? (next | kQueued) : (next & ~kQueued);
   } while (!state_.compare_exchange_weak(s, next, std::memory_order_release,
                                          std::memory_order_relaxed));

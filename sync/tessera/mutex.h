@@ -121,6 +121,7 @@ class mutex_core {
   node* head_ = nullptr;  // FIFO of parked callers, guarded by queue_lock_
   node* tail_ = nullptr;
   std::chrono::steady_clock::time_point next_fair_{};  // guarded by queue_lock_
+  std::uint32_t woken_unlocks_ = 0;                    // owner only (inside unlock)
   const char* type_ = "tessera::mutex";
 #if TESSERA_CHECKS
   std::atomic<waiter*> owner_{nullptr};
