@@ -114,12 +114,12 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
   if (steady::now() >= deadline) return false;
   fiber_record* f = as_record(w);
   worker* wk = current_worker();
-  wk->add_timer(deadline, f);
+  f->rt->add_timer(deadline, f);
   wk->block_current(post_action::park);
   f->timer_seq.fetch_add(1, std::memory_order_release);  // our timer entry is now stale
   const std::int32_t v = w.state.exchange(kEmpty, std::memory_order_acquire);
   if (v == kNotified) {
-    f->timer_home->note_stale_timer();
+    f->rt->stale_timers.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   // The timer fired. An entry left from an earlier wait may fire early: report
@@ -158,7 +158,6 @@ void destroy_fls(std::vector<fls_entry>& map) noexcept {
 // ---- worker --------------------------------------------------------------------
 worker::worker(runtime_impl& r, unsigned i)
     : rt(r), index(i), steal_order_(r.topo.steal_order(i)) {
-  timers_.reserve(64);
   fired_.reserve(16);
 }
 
@@ -216,9 +215,9 @@ void worker::thread_main() {
     if (f == nullptr) f = steal();
     if (f == nullptr && !rt.stopping.load(std::memory_order_seq_cst)) {
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
-      steady::time_point deadline{};
-      if (!timers_.empty()) deadline = timers_.front().deadline;
-      futex_sleep(&sleep_word_, 1, timers_.empty() ? nullptr : &deadline);
+      const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
+      const steady::time_point deadline{steady::duration(next)};
+      futex_sleep(&sleep_word_, 1, next == runtime_impl::kNoDeadline ? nullptr : &deadline);
     }
     rt.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     sleep_word_.store(0, std::memory_order_relaxed);
@@ -241,7 +240,9 @@ fiber_record* worker::drain_inbox() {
 
 fiber_record* worker::pick_local() {
   ++tick_;
-  if (!timers_.empty()) fire_timers();
+  if (rt.next_deadline.load(std::memory_order_relaxed) != runtime_impl::kNoDeadline) {
+    rt.fire_timers(*this);
+  }
   if (tick_ % kFairnessInterval == 0) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
@@ -389,43 +390,10 @@ bool worker::wake_if_sleeping() noexcept {
   return false;
 }
 
-void worker::add_timer(steady::time_point deadline, fiber_record* f) {
-  f->timer_home = this;
-  timers_.push_back({deadline, f, f->timer_seq.load(std::memory_order_relaxed)});
-  std::push_heap(timers_.begin(), timers_.end(), later);
-}
-
-void worker::note_stale_timer() noexcept {
-  stale_timers_.fetch_add(1, std::memory_order_relaxed);
-}
-
-void worker::fire_timers() {
-  const auto now = steady::now();
-  if (timers_.front().deadline > now) return;
-  fired_.clear();
-  while (!timers_.empty() && timers_.front().deadline <= now) {
-    std::pop_heap(timers_.begin(), timers_.end(), later);
-    const timer_entry e = timers_.back();
-    timers_.pop_back();
-    if (e.fiber->timer_seq.load(std::memory_order_acquire) != e.seq) continue;  // stale
-    std::int32_t expected = kParked;
-    if (e.fiber->w.state.compare_exchange_strong(expected, kTimerFired, std::memory_order_acq_rel,
-                                                 std::memory_order_relaxed)) {
-      fired_.push_back(e.fiber);
-    }
-  }
+void worker::push_fired(std::vector<fiber_record*>& fired) {
   // The deque is LIFO: push the latest deadline first so the earliest runs first.
-  for (auto it = fired_.rbegin(); it != fired_.rend(); ++it) push_local(*it);
-  // Entries of waits that ended early linger until their deadline; drop them in
-  // bulk when they are most of the heap.
-  const std::size_t stale = stale_timers_.load(std::memory_order_relaxed);
-  if (stale > 64 && stale * 2 > timers_.size()) {
-    std::erase_if(timers_, [](const timer_entry& e) {
-      return e.fiber->timer_seq.load(std::memory_order_relaxed) != e.seq;
-    });
-    std::make_heap(timers_.begin(), timers_.end(), later);
-    stale_timers_.store(0, std::memory_order_relaxed);
-  }
+  for (auto it = fired.rbegin(); it != fired.rend(); ++it) push_local(*it);
+  fired.clear();
 }
 
 fiber_record* worker::take_record() {
@@ -568,6 +536,60 @@ void runtime_impl::schedule_woken(fiber_record* f) noexcept {
   remote_inflight.fetch_sub(1, std::memory_order_release);
 }
 
+void runtime_impl::add_timer(steady::time_point deadline, fiber_record* f) {
+  const auto ticks = deadline.time_since_epoch().count();
+  bool earliest = false;
+  {
+    std::lock_guard lock(timer_mu);
+    timers.push_back({deadline, f, f->timer_seq.load(std::memory_order_relaxed)});
+    std::push_heap(timers.begin(), timers.end(), worker::later);
+    if (ticks < next_deadline.load(std::memory_order_relaxed)) {
+      next_deadline.store(ticks, std::memory_order_seq_cst);
+      earliest = true;
+    }
+  }
+  // A sleeping worker set its futex timeout from the old earliest deadline:
+  // wake one so that it re-arms (the worker adding the timer may stay busy).
+  if (earliest && fenced_load(sleepers) != 0) {
+    for (auto& w : workers) {
+      if (w->wake_if_sleeping()) break;
+    }
+  }
+}
+
+void runtime_impl::fire_timers(worker& w) {
+  const auto now = steady::now();
+  if (now.time_since_epoch().count() < next_deadline.load(std::memory_order_relaxed)) return;
+  std::unique_lock lock(timer_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another worker is firing them
+  auto& fired = w.fired_;
+  while (!timers.empty() && timers.front().deadline <= now) {
+    std::pop_heap(timers.begin(), timers.end(), worker::later);
+    const timer_entry e = timers.back();
+    timers.pop_back();
+    if (e.fiber->timer_seq.load(std::memory_order_acquire) != e.seq) continue;  // stale
+    std::int32_t expected = kParked;
+    if (e.fiber->w.state.compare_exchange_strong(expected, kTimerFired, std::memory_order_acq_rel,
+                                                 std::memory_order_relaxed)) {
+      fired.push_back(e.fiber);
+    }
+  }
+  // Entries of waits that ended early linger until their deadline; drop them in
+  // bulk when they are most of the heap.
+  const std::size_t stale = stale_timers.load(std::memory_order_relaxed);
+  if (stale > 64 && stale * 2 > timers.size()) {
+    std::erase_if(timers, [](const timer_entry& e) {
+      return e.fiber->timer_seq.load(std::memory_order_relaxed) != e.seq;
+    });
+    std::make_heap(timers.begin(), timers.end(), worker::later);
+    stale_timers.store(0, std::memory_order_relaxed);
+  }
+  next_deadline.store(timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
+                      std::memory_order_seq_cst);
+  lock.unlock();
+  w.push_fired(fired);
+}
+
 void runtime_impl::notify_work() noexcept {
   if (workers.size() < 2) return;
   if (fenced_load(sleepers) == 0) return;
@@ -598,6 +620,8 @@ void runtime_impl::run_root(fiber_task root) {
   stopping.store(false, std::memory_order_relaxed);
   all_done.store(false, std::memory_order_relaxed);
   live.store(0, std::memory_order_relaxed);
+  timers.clear();
+  next_deadline.store(kNoDeadline, std::memory_order_relaxed);
   run_waiter = self();
   workers.clear();
   for (unsigned i = 0; i < opts.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));

@@ -44,7 +44,10 @@
 //   unpark(): state.exchange(1) == -1 → the unparker owns the wake-up and makes the
 //             fiber runnable (runnext, deque or inbox, see above); any other old
 //             value means the fiber is running or already runnable.
-//   Timers:   an expired entry whose sequence still matches CASes -1 → 2 and makes
+//   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
+//             a worker's check costs a load while none is due); every worker
+//             fires due entries when it picks work, and sleeping workers time
+//             their futex wait to the earliest deadline. An expired entry whose sequence still matches CASes -1 → 2 and makes
 //             the fiber runnable; park_until() then reports a timeout (unless
 //             woken early by a stale entry: a spurious wake-up, allowed).
 #pragma once
@@ -90,7 +93,6 @@ struct fiber_record {
   runtime_impl* rt = nullptr;
   std::atomic<worker*> last_worker{nullptr};  // where it last ran (remote unparks go there)
   std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
-  worker* timer_home = nullptr;               // worker holding its current timer entry
   std::uint64_t id = 0;
   fiber_task body;
   std::atomic<int> refs{0};  // the running fiber + a joinable handle / run()
@@ -134,12 +136,10 @@ class worker {
   [[noreturn]] void finish_current();
   void push_local(fiber_record* f);
   void make_runnext(fiber_record* f);
-  void add_timer(std::chrono::steady_clock::time_point deadline, fiber_record* f);
+  void push_fired(std::vector<fiber_record*>& fired);
   fiber_record* take_record();
   sched::stack_mem take_stack();
   void recycle(fiber_record* f) noexcept;
-  /// A fiber whose park_until ended early left a timer entry here.
-  void note_stale_timer() noexcept;
   bool on_fiber() const noexcept { return current_ != &sched_rec_; }
   fiber_record* current() const noexcept { return current_; }
 
@@ -157,10 +157,11 @@ class worker {
   static void landed(sched::transfer_t t) noexcept;
   void complete_switch(sched::fcontext_t from) noexcept;
   void thread_main();
-  void fire_timers();
   fiber_record* drain_inbox();
   void give_stack(sched::stack_mem s) noexcept;
   [[noreturn]] static void report_escaped(fiber_record* f);
+
+ public:
   static bool later(const timer_entry& a, const timer_entry& b) noexcept {
     return a.deadline > b.deadline;
   }
@@ -177,9 +178,7 @@ class worker {
   std::uint32_t tick_ = 0;
   std::uint32_t runnext_streak_ = 0;
   waiter* thread_waiter_ = nullptr;
-  std::vector<timer_entry> timers_;  // min-heap on deadline
   std::vector<fiber_record*> fired_;
-  std::atomic<std::size_t> stale_timers_{0};
   std::vector<sched::stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;
   std::vector<unsigned> steal_order_;
@@ -200,6 +199,15 @@ class runtime_impl {
   /// After a push that other workers could take: wake a sleeper if none spins.
   void notify_work() noexcept;
   void fiber_finished() noexcept;
+  /// Timers are runtime-wide, so any worker fires them — also when the worker a
+  /// fiber parked on is held by a fiber that never parks.
+  void add_timer(std::chrono::steady_clock::time_point deadline, fiber_record* f);
+  void fire_timers(worker& w);
+  static constexpr std::int64_t kNoDeadline = INT64_MAX;
+  std::mutex timer_mu;
+  std::vector<timer_entry> timers;  // min-heap on deadline, guarded by timer_mu
+  std::atomic<std::int64_t> next_deadline{kNoDeadline};  // steady ticks of timers.front()
+  std::atomic<std::size_t> stale_timers{0};  // entries of waits that ended early (a hint)
 
   runtime_options opts;
   sched::topology topo;

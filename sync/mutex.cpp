@@ -182,9 +182,12 @@ void mutex_core::unlock_slow() {
     next = head_ != nullptr ? (next | kQueued) : (next & ~kQueued);
   } while (!state_.compare_exchange_weak(s, next, std::memory_order_release,
                                          std::memory_order_relaxed));
-  waiter* who = n->who;  // read before the store: `n` dies once its owner sees it
-  unlock_queue();
+  // Dequeue and mark under the queue lock, so a timed-out waiter that finds
+  // woken == 0 under the lock knows it is still queued. Read `who` first: `n`
+  // may die as soon as its owner sees the store.
+  waiter* who = n->who;
   n->woken.store(handoff ? 2 : 1, std::memory_order_release);
+  unlock_queue();
   unpark(who);
 }
 

@@ -16,7 +16,7 @@
 // deques (owner LIFO, thieves FIFO) with work stealing nearest-first over the
 // hwloc tree; a LIFO "run next" slot for fibers woken by a fiber (as in Go and
 // Tokio), bounded so it cannot starve the queue; an MPSC inbox per worker for
-// wake-ups from other threads; a global FIFO for yields; per-worker timer heaps;
+// wake-ups from other threads; a global FIFO for yields; a runtime-wide timer heap;
 // idle workers spin for `idle_spin`, then sleep on a futex until work or a timer
 // arrives. Scheduling is cooperative: a fiber runs until it parks, yields or ends.
 #pragma once

@@ -9,7 +9,8 @@
 //   create-join  start a fiber and join it, 1 worker
 //   yield        two fibers yielding to each other, 1 worker, per yield
 //   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
-//                seed 001 §3): tessera::counting_semaphore vs boost::fibers::mutex,
+//                seed 001 §3): tessera::counting_semaphore (FIFO) and
+//                tessera::mutex (barging, eventually fair) vs boost::fibers::mutex,
 //                iterations/s
 //   memory       100,000 fibers parked on a semaphore: RSS per parked fiber
 //
@@ -299,6 +300,11 @@ struct tessera_lock {
   void acquire() { s.acquire(); }
   void release() { s.release(); }
 };
+struct tessera_mutex_lock {
+  tessera::mutex m;
+  void acquire() { m.lock(); }
+  void release() { m.unlock(); }
+};
 struct boost_lock {
   bf::mutex m;
   void acquire() { m.lock(); }
@@ -436,8 +442,18 @@ int main(int argc, char** argv) {
           });
         });
       });
+      const double tm = median_of(runs, [&] {
+        return rt.run([&] {
+          tessera_mutex_lock lock;
+          return semabench_loop<tessera::fiber>(f, seconds, lock, [](auto d) {
+            tessera::this_fiber::sleep_for(d);
+          });
+        });
+      });
       rows.push_back({"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
-                      " (Boost: fibers::mutex)"});
+                      " (tessera::counting_semaphore, FIFO, vs Boost fibers::mutex)"});
+      rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
+                      " (tessera::mutex vs Boost fibers::mutex)"});
     }
   }
   if (want("memory")) {
