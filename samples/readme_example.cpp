@@ -1,15 +1,19 @@
 // The README's example, compiled so the front door never shows code that does not build.
 #include <tessera/tessera.h>
-#include <thread>
+#include <cstdio>
+#include <mutex>
 #include <vector>
 
 int main() {
-  tessera::counting_semaphore<> slots(2);      // at most two inside at once, FIFO
-  std::vector<std::jthread> workers;
-  for (int i = 0; i < 8; ++i)
-    workers.emplace_back([&] {
-      if (!slots.try_acquire_for(std::chrono::milliseconds(50))) return;  // timed out: holds nothing
-      /* ... work ... */
-      slots.release();
-    });
+  tessera::Runtime rt({.workers = 2});          // one worker per core by default
+  long total = rt.run([] {                      // the root fiber; run() returns its value
+    tessera::mutex m;                           // works for fibers and threads alike
+    long sum = 0;
+    std::vector<tessera::fiber> fibers;
+    for (int i = 1; i <= 100; ++i)
+      fibers.emplace_back([&, i] { std::lock_guard lock(m); sum += i; });
+    for (auto& f : fibers) f.join();
+    return sum;
+  });
+  std::printf("%ld\n", total);                  // 5050
 }
