@@ -5,6 +5,9 @@
 //   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
 //   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
 //   <tessera/atomic_wait.h>        atomic_wait, atomic_notify_one/all (P0514)
+//   <tessera/condition_variable.h> condition_variable, condition_variable_any, condition_variable_atomic
+//   <tessera/event.h>              auto_reset_event, manual_reset_event
+//   <tessera/latch.h>              latch, barrier, wait_group
 //   <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex, recursive_timed_mutex
 //   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
 //   <tessera/ticket_semaphore.h>   ticket_semaphore (Listing 1, baseline)
@@ -12,6 +15,9 @@
 #pragma once
 
 #include <tessera/atomic_wait.h>
+#include <tessera/condition_variable.h>
+#include <tessera/event.h>
+#include <tessera/latch.h>
 #include <tessera/mutex.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>

@@ -1,0 +1,59 @@
+// tessera/detail/waiter_queue.h — a FIFO of parked callers (on-stack nodes),
+// guarded by a small spinlock: the bouncer of the condition variables.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "tessera/detail/cpu.h"
+#include "tessera/park.h"
+
+namespace tessera::detail {
+
+/// A queue of parked callers. Each waiter pushes a node from its own stack,
+/// parks until the node is marked, and leaves by itself on timeout. Marking and
+/// dequeuing happen together under the lock, so a waiter that finds its node
+/// unmarked under the lock knows it is still queued.
+///
+/// Ordering: everything a notifier did before wake_*() happens-before the woken
+/// waiter's return (the lock, then release/acquire on `woken`); a waiter that
+/// pushes, then re-checks its condition, cannot miss a notifier that changes the
+/// condition before calling wake_*() (both sides go through the lock).
+class waiter_queue {
+ public:
+  struct node {
+    waiter* who = nullptr;
+    const void* key = nullptr;  // what the caller waits for (condition_variable_atomic)
+    node* next = nullptr;
+    node* prev = nullptr;
+    std::atomic<bool> woken{false};
+  };
+
+  waiter_queue() noexcept = default;
+  waiter_queue(const waiter_queue&) = delete;
+  waiter_queue& operator=(const waiter_queue&) = delete;
+
+  void push(node& n) noexcept;
+  /// Takes `n` out if it is still queued; false if a wake_*() got it first.
+  bool remove(node& n) noexcept;
+  /// Wakes the oldest waiter (with `key`, unless key is null). True if one was woken.
+  bool wake_one(const void* key = nullptr) noexcept;
+  /// Wakes every waiter (with `key`, unless key is null). Returns how many.
+  int wake_all(const void* key = nullptr) noexcept;
+  bool empty() const noexcept { return head_.load(std::memory_order_relaxed) == nullptr; }
+
+  /// Parks until `n` is woken or `deadline` passes (null: no deadline). Returns
+  /// false only on a timeout that removed `n` from the queue.
+  bool await(node& n, const std::chrono::steady_clock::time_point* deadline);
+
+ private:
+  void lock() noexcept;
+  void unlock() noexcept { lock_.store(false, std::memory_order_release); }
+  void unlink(node& n) noexcept;
+
+  std::atomic<bool> lock_{false};
+  std::atomic<node*> head_{nullptr};  // atomic only for the lock-free empty() hint
+  node* tail_ = nullptr;
+};
+
+}  // namespace tessera::detail
