@@ -8,6 +8,7 @@
 #include <atomic>
 #include <mutex>
 #include <semaphore>
+#include <shared_mutex>
 #include <thread>
 
 namespace {
@@ -138,5 +139,27 @@ BENCHMARK_TEMPLATE(BM_AtomicWaitPingPong, true)->Name("pingpong/tessera::atomic_
 BENCHMARK_TEMPLATE(BM_AtomicWaitPingPong, false)->Name("pingpong/std::atomic::wait")->UseRealTime();
 
 }  // namespace
+
+// Read-mostly reader-writer lock: each thread does 1 write per 100 reads; each
+// section advances a small shared state (reads copy it, writes bump it).
+template <class RW>
+void BM_ReadMostly(benchmark::State& state) {
+  static RW lock;
+  static std::uint64_t shared_state[4];
+  std::uint64_t sink = 0;
+  unsigned i = static_cast<unsigned>(state.thread_index()) * 37u;
+  for (auto _ : state) {
+    if (++i % 101 == 0) {
+      std::unique_lock w(lock);
+      ++shared_state[i & 3];
+    } else {
+      std::shared_lock r(lock);
+      sink += shared_state[i & 3];
+    }
+  }
+  benchmark::DoNotOptimize(sink);
+}
+BENCHMARK_TEMPLATE(BM_ReadMostly, tessera::shared_mutex)->Name("read-mostly/tessera::shared_mutex")->ThreadRange(1, 8)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_ReadMostly, std::shared_mutex)->Name("read-mostly/std::shared_mutex")->ThreadRange(1, 8)->UseRealTime();
 
 BENCHMARK_MAIN();
