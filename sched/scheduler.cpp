@@ -307,7 +307,7 @@ void worker::complete_switch(sched::fcontext_t from) noexcept {
       std::int32_t expected = kEmpty;
       if (!p->w.state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel,
                                               std::memory_order_acquire)) {
-        push_local(p);  // an unpark came in during the switch: run again soon
+        push_local(p);  // an unpark or its timer came in during the switch: run again soon
       }
       break;
     }
@@ -568,10 +568,16 @@ void runtime_impl::fire_timers(worker& w) {
     const timer_entry e = timers.back();
     timers.pop_back();
     if (e.fiber->timer_seq.load(std::memory_order_acquire) != e.seq) continue;  // stale
-    std::int32_t expected = kParked;
-    if (e.fiber->w.state.compare_exchange_strong(expected, kTimerFired, std::memory_order_acq_rel,
-                                                 std::memory_order_relaxed)) {
-      fired.push_back(e.fiber);
+    // kParked: wake it. kEmpty with a current sequence: the fiber added this
+    // timer and is still switching out (another worker fires timers too):
+    // mark it, and its post-switch CAS to kParked fails and re-queues it.
+    std::int32_t s = e.fiber->w.state.load(std::memory_order_acquire);
+    while (s == kParked || s == kEmpty) {
+      if (e.fiber->w.state.compare_exchange_weak(s, kTimerFired, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire)) {
+        if (s == kParked) fired.push_back(e.fiber);
+        break;
+      }
     }
   }
   // Entries of waits that ended early linger until their deadline; drop them in

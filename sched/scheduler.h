@@ -44,6 +44,9 @@
 //   unpark(): state.exchange(1) == -1 → the unparker owns the wake-up and makes the
 //             fiber runnable (runnext, deque or inbox, see above); any other old
 //             value means the fiber is running or already runnable.
+//             A timer may fire on another worker while its fiber is still
+//             switching out (state still 0): it then CASes 0 -> 2, the post-switch
+//             CAS fails and the fiber is re-queued, and park_until sees 2.
 //   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
 //             a worker's check costs a load while none is due); every worker
 //             fires due entries when it picks work, and sleeping workers time

@@ -291,6 +291,28 @@ TEST(Scheduler, TimedParkTimesOutAndUnparkBeatsTheTimer) {
   });
 }
 
+// Regression: with runtime-wide timers another worker could fire a very short
+// timer while its fiber was still switching out; the entry was dropped and the
+// fiber slept forever (a TSan CI run caught it in the semaphore stress).
+TEST(Scheduler, TinyTimedParksAlwaysReturn) {
+  watchdog dog("tiny timed parks", 60s);
+  Runtime rt({.workers = 4});
+  std::atomic<long> returned{0};
+  rt.run([&] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < 32; ++i) {
+      fs.emplace_back([&, i] {
+        for (int k = 0; k < 1500; ++k) {
+          park_until(clock::now() + std::chrono::microseconds((i + k) % 7));
+          returned.fetch_add(1);
+        }
+      });
+    }
+    for (auto& f : fs) f.join();
+  });
+  EXPECT_EQ(returned.load(), 32L * 1500);
+}
+
 TEST(Scheduler, YieldInterleavesFibersOnOneWorker) {
   Runtime rt({.workers = 1});
   std::vector<int> trace;
