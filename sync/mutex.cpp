@@ -35,18 +35,6 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 #endif
 }
 
-void mutex_core::lock_queue() noexcept {
-  for (unsigned spins = 0; queue_lock_.exchange(true, std::memory_order_acquire);) {
-    while (queue_lock_.load(std::memory_order_relaxed)) {
-      if (++spins < 64) {
-        cpu_relax();
-      } else {
-        yield_now();  // the holder was preempted (it holds the lock for a few instructions)
-      }
-    }
-  }
-}
-
 bool mutex_core::lock_slow(const steady::time_point* deadline) {
   const unsigned spin_budget = should_spin() ? 128 : 0;
   unsigned spins = spin_budget;

@@ -2,7 +2,6 @@
 #include "tessera/semaphore.h"
 
 #include <algorithm>
-#include <sched.h>
 #include <stdexcept>
 #include <string>
 
@@ -114,18 +113,6 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
              0;
     };
     if (!chain_wait(chain_at(twa_hash_near(t)), is_near, deadline)) return cancel(t);
-  }
-}
-
-void twa_semaphore::lock_cancellations() noexcept {
-  for (unsigned spins = 0; cancel_lock_.exchange(true, std::memory_order_acquire);) {
-    while (cancel_lock_.load(std::memory_order_relaxed)) {
-      if (++spins < 64) {
-        cpu_relax();
-      } else {
-        sched_yield();  // holder preempted (critical sections are a few instructions)
-      }
-    }
   }
 }
 

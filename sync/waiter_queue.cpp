@@ -5,18 +5,6 @@
 
 namespace tessera::detail {
 
-void waiter_queue::lock() noexcept {
-  for (unsigned spins = 0; lock_.exchange(true, std::memory_order_acquire);) {
-    while (lock_.load(std::memory_order_relaxed)) {
-      if (++spins < 64) {
-        cpu_relax();
-      } else {
-        yield_now();  // holder preempted: it holds the lock for a few instructions
-      }
-    }
-  }
-}
-
 void waiter_queue::push(node& n) noexcept {
   lock();
   n.next = nullptr;

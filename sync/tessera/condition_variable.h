@@ -64,6 +64,15 @@ class cv_core {
   void notify_all() noexcept { queue_.wake_all(); }
   waiter_queue& queue() noexcept { return queue_; }
 
+  /// The predicate form of wait_until/wait_for shared by both condition variables.
+  template <class Lock, class Predicate>
+  bool wait_until(Lock& lock, std::chrono::steady_clock::time_point deadline, Predicate& pred) {
+    while (!pred()) {
+      if (wait(lock, &deadline) == cv_status::timeout) return pred();
+    }
+    return true;
+  }
+
  private:
   waiter_queue queue_;
 };
@@ -93,24 +102,17 @@ class condition_variable {
   template <class Clock, class Duration, class Predicate>
   bool wait_until(std::unique_lock<mutex>& lock, const std::chrono::time_point<Clock, Duration>& t,
                   Predicate pred) {
-    const auto deadline = detail::to_steady(t);
-    while (!pred()) {
-      if (core_.wait(lock, &deadline) == cv_status::timeout) return pred();
-    }
-    return true;
+    return core_.wait_until(lock, detail::to_steady(t), pred);
   }
   template <class Rep, class Period>
   cv_status wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(lock, std::chrono::steady_clock::now() +
-                                std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    const auto deadline = detail::deadline_after(d);
+    return core_.wait(lock, &deadline);
   }
   template <class Rep, class Period, class Predicate>
   bool wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& d,
                 Predicate pred) {
-    return wait_until(lock,
-                      std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d),
-                      std::move(pred));
+    return core_.wait_until(lock, detail::deadline_after(d), pred);
   }
 
  private:
@@ -143,23 +145,16 @@ class condition_variable_any {
   }
   template <class Lock, class Clock, class Duration, class Predicate>
   bool wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& t, Predicate pred) {
-    const auto deadline = detail::to_steady(t);
-    while (!pred()) {
-      if (core_.wait(lock, &deadline) == cv_status::timeout) return pred();
-    }
-    return true;
+    return core_.wait_until(lock, detail::to_steady(t), pred);
   }
   template <class Lock, class Rep, class Period>
   cv_status wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(lock, std::chrono::steady_clock::now() +
-                                std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    const auto deadline = detail::deadline_after(d);
+    return core_.wait(lock, &deadline);
   }
   template <class Lock, class Rep, class Period, class Predicate>
   bool wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d, Predicate pred) {
-    return wait_until(lock,
-                      std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d),
-                      std::move(pred));
+    return core_.wait_until(lock, detail::deadline_after(d), pred);
   }
 
  private:
@@ -218,19 +213,13 @@ class condition_variable_atomic {
   bool wait_for(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
                 const std::chrono::duration<Rep, Period>& d,
                 std::memory_order order = std::memory_order_seq_cst) {
-    return wait_until(object, old,
-                      std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d),
-                      order);
+    return wait_until(object, old, detail::deadline_after(d), order);
   }
   template <class T, class Rep, class Period, class Predicate>
   bool wait_for(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
                 const std::chrono::duration<Rep, Period>& d, Predicate pred,
                 std::memory_order order = std::memory_order_seq_cst) {
-    return wait_until(object, old,
-                      std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d),
-                      std::move(pred), order);
+    return wait_until(object, old, detail::deadline_after(d), std::move(pred), order);
   }
 
  private:

@@ -34,12 +34,23 @@
 #include "tessera/detail/cpu.h"
 
 namespace tessera {
+namespace detail {
+/// Validates an expected count of latch/barrier: [0, INT32_MAX].
+inline std::int32_t checked_expected(const char* type, std::ptrdiff_t expected) {
+  if (expected < 0 || expected > std::numeric_limits<std::int32_t>::max()) {
+    throw std::invalid_argument(std::string(type) + ": expected count " + std::to_string(expected) +
+                                " is outside [0, max()]");
+  }
+  return static_cast<std::int32_t>(expected);
+}
+}  // namespace detail
 
 class latch {
  public:
   static constexpr std::ptrdiff_t max() noexcept { return std::numeric_limits<std::int32_t>::max(); }
 
-  explicit latch(std::ptrdiff_t expected) : count_(checked(expected)) {}
+  explicit latch(std::ptrdiff_t expected)
+      : count_(detail::checked_expected("tessera::latch", expected)) {}
   latch(const latch&) = delete;
   latch& operator=(const latch&) = delete;
 
@@ -59,13 +70,6 @@ class latch {
   }
 
  private:
-  static std::int32_t checked(std::ptrdiff_t expected) {
-    if (expected < 0 || expected > max()) {
-      throw std::invalid_argument("tessera::latch: expected count " + std::to_string(expected) +
-                                  " is outside [0, max()]");
-    }
-    return static_cast<std::int32_t>(expected);
-  }
   std::atomic<std::int32_t> count_;
 };
 
@@ -91,7 +95,8 @@ class barrier {
   static constexpr std::ptrdiff_t max() noexcept { return std::numeric_limits<std::int32_t>::max(); }
 
   explicit barrier(std::ptrdiff_t expected, Completion completion = Completion())
-      : expected_(checked(expected)), left_(static_cast<std::int32_t>(expected)),
+      : expected_(detail::checked_expected("tessera::barrier", expected)),
+        left_(static_cast<std::int32_t>(expected)),
         completion_(std::move(completion)) {}
   barrier(const barrier&) = delete;
   barrier& operator=(const barrier&) = delete;
@@ -115,13 +120,6 @@ class barrier {
   }
 
  private:
-  static std::int32_t checked(std::ptrdiff_t expected) {
-    if (expected < 0 || expected > max()) {
-      throw std::invalid_argument("tessera::barrier: expected count " + std::to_string(expected) +
-                                  " is outside [0, max()]");
-    }
-    return static_cast<std::int32_t>(expected);
-  }
   // The last arriver of a phase: run the completion once, re-arm, release everyone.
   void complete_phase() {
     completion_();

@@ -49,6 +49,7 @@
 #include <cstdint>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
 
 namespace tessera {
@@ -107,8 +108,8 @@ class mutex_core {
   struct node;
   bool lock_slow(const std::chrono::steady_clock::time_point* deadline);
   void unlock_slow();
-  void lock_queue() noexcept;
-  void unlock_queue() noexcept { queue_lock_.store(false, std::memory_order_release); }
+  void lock_queue() noexcept { queue_lock_.lock(); }
+  void unlock_queue() noexcept { queue_lock_.unlock(); }
   void note_owner() noexcept {
 #if TESSERA_CHECKS
     owner_.store(self(), std::memory_order_relaxed);
@@ -117,7 +118,7 @@ class mutex_core {
   void check_owner([[maybe_unused]] const char* type) noexcept;
 
   std::atomic<std::uint32_t> state_{0};
-  std::atomic<bool> queue_lock_{false};
+  spin_lock queue_lock_;
   node* head_ = nullptr;  // FIFO of parked callers, guarded by queue_lock_
   node* tail_ = nullptr;
   std::chrono::steady_clock::time_point next_fair_{};  // guarded by queue_lock_
@@ -176,6 +177,12 @@ std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Cl
   }
 }
 
+/// The steady_clock deadline `d` from now (rounded up: never early).
+template <class Rep, class Period>
+std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& d) {
+  return std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+}
+
 }  // namespace detail
 
 /// A mutex with std::mutex's interface (Lockable): works with std::lock_guard,
@@ -204,8 +211,7 @@ class timed_mutex {
   bool try_lock() noexcept { return core_.try_lock(); }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return core_.lock_until(std::chrono::steady_clock::now() +
-                            std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    return core_.lock_until(detail::deadline_after(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
@@ -249,8 +255,7 @@ class recursive_timed_mutex {
   }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until(std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    return try_lock_until(detail::deadline_after(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {

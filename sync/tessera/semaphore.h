@@ -49,6 +49,7 @@
 #pragma once
 
 #include <tessera/detail/cpu.h>
+#include <tessera/detail/spin_lock.h>
 #include <tessera/wait_chain.h>
 
 #include <atomic>
@@ -163,14 +164,14 @@ class twa_semaphore {
   void forward_cancelled();
   void check_headroom(std::uint64_t n, std::ptrdiff_t max) const;
   [[noreturn]] void bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const;
-  void lock_cancellations() noexcept;
-  void unlock_cancellations() noexcept { cancel_lock_.store(false, std::memory_order_release); }
+  void lock_cancellations() noexcept { cancel_lock_.lock(); }
+  void unlock_cancellations() noexcept { cancel_lock_.unlock(); }
 
   // Ticket and grant share a line: release's shortcut reads both (Listing 2 note).
   alignas(128) std::atomic<std::uint64_t> ticket_{0};
   std::atomic<std::uint64_t> grant_{0};
   std::atomic<std::uint32_t> cancelled_{0};  // tickets in cancelled_list_
-  std::atomic<bool> cancel_lock_{false};
+  spin_lock cancel_lock_;
   std::uint32_t hash_base_;
   std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_
 };

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
@@ -47,11 +48,11 @@ class waiter_queue {
   bool await(node& n, const std::chrono::steady_clock::time_point* deadline);
 
  private:
-  void lock() noexcept;
-  void unlock() noexcept { lock_.store(false, std::memory_order_release); }
+  void lock() noexcept { lock_.lock(); }
+  void unlock() noexcept { lock_.unlock(); }
   void unlink(node& n) noexcept;
 
-  std::atomic<bool> lock_{false};
+  spin_lock lock_;
   std::atomic<node*> head_{nullptr};  // atomic only for the lock-free empty() hint
   node* tail_ = nullptr;
 };
