@@ -102,14 +102,26 @@ struct tessera_mutex : lock_as_semaphore<tessera::mutex, std_style_ops> {
 
 using clock_type = std::chrono::steady_clock;
 
-// One run: T threads for `seconds`; returns aggregate iterations per second.
+// --latency: every 16th acquisition is timed (acquire call to acquired), so
+// fairness shows as the tail: p99.9 and the longest wait.
+bool g_latency = false;
+
+struct run_result {
+  double ops_per_s = 0;
+  double p999_us = 0;
+  double max_us = 0;
+};
+
+// One run: T threads for `seconds`; aggregate iterations per second (and, with
+// --latency, the acquisition-latency tail).
 template <class S>
-double run_once(int threads, double seconds) {
+run_result run_once(int threads, double seconds) {
   auto sem = std::make_unique<S>();
   std::mt19937 shared_rng(42);
   sem->release();  // post once: the semaphore now acts as a lock
   std::atomic<bool> stop{false};
   std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);  // padded
+  std::vector<std::vector<std::uint32_t>> waits(static_cast<std::size_t>(threads));  // ns
   std::latch ready(threads + 1);
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) {
@@ -117,9 +129,18 @@ double run_once(int threads, double seconds) {
       std::mt19937 private_rng(static_cast<unsigned>(i) + 1);
       std::uint64_t n = 0;
       std::uint32_t sink = 0;
+      auto& my_waits = waits[static_cast<std::size_t>(i)];
+      if (g_latency) my_waits.reserve(1 << 16);
       ready.arrive_and_wait();
       while (!stop.load(std::memory_order_relaxed)) {
-        sem->acquire();
+        if (g_latency && (n & 15) == 0) {
+          const auto t0 = clock_type::now();
+          sem->acquire();
+          const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
+          my_waits.push_back(static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+        } else {
+          sem->acquire();
+        }
         sink += shared_rng();  // critical section: one step of the shared PRNG
         sem->release();
         sink += private_rng();  // non-critical section: one private step
@@ -136,13 +157,22 @@ double run_once(int threads, double seconds) {
   for (auto& t : pool) t.join();
   std::uint64_t total = 0;
   for (int i = 0; i < threads; ++i) total += counts[static_cast<std::size_t>(i) * 16];
-  return static_cast<double>(total) /
-         std::chrono::duration<double>(stop_time - start).count();
+  run_result r;
+  r.ops_per_s = static_cast<double>(total) / std::chrono::duration<double>(stop_time - start).count();
+  std::vector<std::uint32_t> all;
+  for (auto& w : waits) all.insert(all.end(), w.begin(), w.end());
+  if (!all.empty()) {
+    const auto k = static_cast<std::size_t>(static_cast<double>(all.size() - 1) * 0.999);
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end());
+    r.p999_us = all[k] / 1e3;
+    r.max_us = *std::max_element(all.begin(), all.end()) / 1e3;
+  }
+  return r;
 }
 
 struct impl_entry {
   std::string name;
-  std::function<double(int, double)> run;
+  std::function<run_result(int, double)> run;
 };
 
 template <class S>
@@ -229,6 +259,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quick", quick, "Quick mode: 0.4 s x 3 runs per point (about 1 minute)");
   app.add_option("--csv", csv_path, "Write medians as CSV here")->capture_default_str();
   app.add_option("--plot", plot_path, "Write a PNG plot here ('' to skip)")->capture_default_str();
+  app.add_flag("--latency", g_latency,
+               "Also time every 16th acquisition: report p99.9 and max acquisition latency");
   app.add_option("--threshold", threshold, "TWA LongTermThreshold (tickets)")->capture_default_str();
   app.add_option("--spin", spins, "TWA short-term spin iterations")->capture_default_str();
   app.add_option("--yield", yields, "TWA short-term yields before parking")->capture_default_str();
@@ -257,17 +289,23 @@ int main(int argc, char** argv) {
   // results[impl][threads] = median ops/s
   std::map<std::string, std::map<int, double>> results;
   std::map<std::string, std::map<int, std::pair<double, double>>> spread;
+  std::map<std::string, std::map<int, run_result>> tails;  // median p99.9, max of max
   const std::size_t total = impls.size() * threads.size() * static_cast<std::size_t>(runs);
   std::size_t done = 0;
   for (int t : threads) {
     for (auto& e : impls) {
-      std::vector<double> samples;
+      std::vector<double> samples, p999s;
+      double worst = 0;
       for (int r = 0; r < runs; ++r) {
         std::fprintf(stderr, "\r[%3zu/%3zu] T=%-3d %-24s run %d/%d   ", ++done, total, t,
                      e.name.c_str(), r + 1, runs);
         std::fflush(stderr);
-        samples.push_back(e.run(t, seconds));
+        const run_result rr = e.run(t, seconds);
+        samples.push_back(rr.ops_per_s);
+        p999s.push_back(rr.p999_us);
+        worst = std::max(worst, rr.max_us);
       }
+      tails[e.name][t] = {0, median(p999s), worst};
       results[e.name][t] = median(samples);
       spread[e.name][t] = {*std::min_element(samples.begin(), samples.end()),
                            *std::max_element(samples.begin(), samples.end())};
@@ -295,6 +333,23 @@ int main(int argc, char** argv) {
       std::printf("%16s", cell);
     }
     std::printf("\n");
+  }
+
+  if (g_latency) {
+    std::printf("\nAcquisition latency, every 16th acquisition: p99.9 (median of runs) / max (of all runs), us\n");
+    std::printf("%-26s", "impl \\ threads");
+    for (int t : threads) std::printf("%16d", t);
+    std::printf("\n");
+    for (auto& e : impls) {
+      std::printf("%-26s", e.name.c_str());
+      for (int t : threads) {
+        char cell[40];
+        std::snprintf(cell, sizeof cell, "%.0f / %.0f", tails[e.name][t].p999_us,
+                      tails[e.name][t].max_us);
+        std::printf("%16s", cell);
+      }
+      std::printf("\n");
+    }
   }
 
   // ---- the targets, as ratios measured in this run ---------------------
