@@ -1,6 +1,7 @@
 // shared_mutex in every execution environment: readers share, writers exclude,
 // neither side starves, standard lock adaptors, misuse.
 #include <tessera/shared_mutex.h>
+#include <tessera/shared_timed_mutex.h>
 
 #include <atomic>
 #include <mutex>
@@ -17,11 +18,12 @@ class SharedMutexIn : public ::testing::TestWithParam<exec_kind> {};
 INSTANTIATE_TEST_SUITE_P(Envs, SharedMutexIn, ::testing::ValuesIn(all_exec_kinds()),
                          [](const auto& p) { return to_string(p.param); });
 
-TEST_P(SharedMutexIn, ReadersHoldItTogether) {
+template <class M>
+void readers_hold_it_together(exec_kind kind) {
   watchdog dog("readers share", 60s);
-  shared_mutex m;
+  M m;
   std::atomic<int> inside{0};
-  run_all(GetParam(), 2, [&](int) {
+  run_all(kind, 2, [&](int) {
     std::shared_lock lock(m);
     inside.fetch_add(1);
     // Both must be inside at once: only possible if the lock is shared.
@@ -31,12 +33,13 @@ TEST_P(SharedMutexIn, ReadersHoldItTogether) {
   m.unlock();
 }
 
-TEST_P(SharedMutexIn, WritersExcludeEveryone) {
+template <class M>
+void writers_exclude_everyone(exec_kind kind) {
   watchdog dog("rw stress", 90s);
-  shared_mutex m;
+  M m;
   std::atomic<int> readers{0}, writers{0}, violations{0};
   long value = 0;  // written under the exclusive lock only: TSan checks it
-  run_all(GetParam(), 6, [&](int id) {
+  run_all(kind, 6, [&](int id) {
     for (int i = 0; i < 3000; ++i) {
       if ((i + id) % 5 == 0) {
         std::unique_lock lock(m);
@@ -59,18 +62,19 @@ TEST_P(SharedMutexIn, WritersExcludeEveryone) {
   EXPECT_EQ(value, 6 * 3000 / 5);
 }
 
-TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) {
+template <class M>
+void writer_gets_in(exec_kind kind) {
   watchdog dog("writer not starved", 60s);
-  shared_mutex m;
+  M m;
   std::atomic<bool> stop{false};
-  group readers(GetParam());
+  group readers(kind);
   readers.spawn_n(3, [&](int) {
     while (!stop.load()) {
       std::shared_lock lock(m);
       yield_now();  // overlapping readers: the lock is never free of readers for long
     }
   });
-  group writer(GetParam());
+  group writer(kind);
   writer.spawn([&] {
     for (int i = 0; i < 20; ++i) {
       std::unique_lock lock(m);
@@ -82,18 +86,19 @@ TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) {
   SUCCEED();
 }
 
-TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) {
+template <class M>
+void readers_get_in(exec_kind kind) {
   watchdog dog("readers not starved", 60s);
-  shared_mutex m;
+  M m;
   std::atomic<bool> stop{false};
-  group writers(GetParam());
+  group writers(kind);
   writers.spawn_n(2, [&](int) {
     while (!stop.load()) {
       std::unique_lock lock(m);
       yield_now();
     }
   });
-  group reader(GetParam());
+  group reader(kind);
   reader.spawn([&] {
     for (int i = 0; i < 20; ++i) {
       std::shared_lock lock(m);
@@ -103,6 +108,67 @@ TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) {
   reader.join();
   writers.join();
   SUCCEED();
+}
+
+TEST_P(SharedMutexIn, ReadersHoldItTogether) { readers_hold_it_together<shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, WritersExcludeEveryone) { writers_exclude_everyone<shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) { writer_gets_in<shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) { readers_get_in<shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, TimedReadersShare) { readers_hold_it_together<shared_timed_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, TimedWritersExcludeEveryone) {
+  writers_exclude_everyone<shared_timed_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, TimedAWriterGetsIn) { writer_gets_in<shared_timed_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, TimedReadersGetIn) { readers_get_in<shared_timed_mutex>(GetParam()); }
+
+TEST_P(SharedMutexIn, TimedAcquisitionsTimeOutNeverEarly) {
+  shared_timed_mutex m;
+  m.lock_shared();  // held shared: writers must time out, readers may join
+  run_all(GetParam(), 2, [&](int) {
+    const auto start = clock::now();
+    EXPECT_FALSE(m.try_lock_for(15ms));
+    EXPECT_GE(clock::now() - start, 15ms);
+    EXPECT_TRUE(m.try_lock_shared_for(1s)) << "the timed-out writer left the queue blocked";
+    m.unlock_shared();
+  });
+  m.unlock_shared();
+  m.lock();  // held exclusively: readers must time out
+  run_all(GetParam(), 2, [&](int) {
+    const auto start = clock::now();
+    EXPECT_FALSE(m.try_lock_shared_until(std::chrono::system_clock::now() + 10ms));
+    EXPECT_GE(clock::now() - start, 10ms);
+  });
+  m.unlock();
+  EXPECT_TRUE(m.try_lock());
+  m.unlock();
+}
+
+TEST_P(SharedMutexIn, TimedStressLeavesNothingBehind) {
+  watchdog dog("shared_timed_mutex stress", 90s);
+  shared_timed_mutex m;
+  std::atomic<int> readers{0}, writers{0}, violations{0};
+  run_all(GetParam(), 6, [&](int id) {
+    for (int i = 0; i < 2000; ++i) {
+      const auto timeout = std::chrono::microseconds((i * 13 + id) % 60);
+      if ((i + id) % 4 == 0) {
+        if (!m.try_lock_for(timeout)) continue;
+        if (writers.fetch_add(1) != 0 || readers.load() != 0) violations.fetch_add(1);
+        if (i % 32 == 0) yield_now();
+        writers.fetch_sub(1);
+        m.unlock();
+      } else {
+        if (!m.try_lock_shared_for(timeout)) continue;
+        readers.fetch_add(1);
+        if (writers.load() != 0) violations.fetch_add(1);
+        if (i % 32 == 1) yield_now();
+        readers.fetch_sub(1);
+        m.unlock_shared();
+      }
+    }
+  });
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_TRUE(m.try_lock()) << "a timed-out caller left the lock blocked";
+  m.unlock();
 }
 
 TEST(SharedMutex, TryLocksAndAdaptors) {

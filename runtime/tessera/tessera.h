@@ -10,6 +10,7 @@
 //   <tessera/latch.h>              latch, barrier, wait_group
 //   <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex, recursive_timed_mutex
 //   <tessera/shared_mutex.h>       shared_mutex (reader-writer)
+//   <tessera/shared_timed_mutex.h> shared_timed_mutex (reader-writer, timed)
 //   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
 //   <tessera/ticket_semaphore.h>   ticket_semaphore (Listing 1, baseline)
 //   <tessera/twa_spin_semaphore.h> twa_spin_semaphore (Listing 2, spinning waiting array)
@@ -24,6 +25,7 @@
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>
 #include <tessera/shared_mutex.h>
+#include <tessera/shared_timed_mutex.h>
 #include <tessera/ticket_semaphore.h>
 #include <tessera/twa_spin_semaphore.h>
 #include <tessera/wait_chain.h>
