@@ -1,6 +1,8 @@
 // shared_timed_mutex (see tessera/shared_timed_mutex.h for the box office).
 #include "tessera/shared_timed_mutex.h"
 
+#include <string>
+
 namespace tessera {
 
 struct shared_timed_mutex::node {
@@ -13,7 +15,7 @@ struct shared_timed_mutex::node {
 shared_timed_mutex::~shared_timed_mutex() {
 #if TESSERA_CHECKS
   if (state_.load() != 0 || head_ != nullptr) {
-    detail::misuse_abort("tessera::shared_timed_mutex destroyed while locked or with waiters");
+    detail::misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
   }
 #endif
 }
@@ -97,7 +99,7 @@ void shared_timed_mutex::unlock() {
   }
 #if TESSERA_CHECKS
   if ((expected & kWriter) == 0) {
-    detail::misuse_abort("tessera::shared_timed_mutex::unlock: the lock is not held exclusively");
+    detail::misuse_abort((std::string(type_) + "::unlock: the lock is not held exclusively").c_str());
   }
 #endif
   lock_.lock();
@@ -110,7 +112,7 @@ void shared_timed_mutex::unlock_shared() {
   const std::uint64_t s = state_.fetch_sub(1, std::memory_order_release);
 #if TESSERA_CHECKS
   if ((s & kReaders) == 0) {
-    detail::misuse_abort("tessera::shared_timed_mutex::unlock_shared: the lock is not held shared");
+    detail::misuse_abort((std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
   }
 #endif
   if ((s & kReaders) == 1 && (s & kQueued) != 0) {  // the last reader out, with waiters

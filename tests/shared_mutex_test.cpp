@@ -1,7 +1,6 @@
 // shared_mutex in every execution environment: readers share, writers exclude,
 // neither side starves, standard lock adaptors, misuse.
 #include <tessera/shared_mutex.h>
-#include <tessera/shared_timed_mutex.h>
 
 #include <atomic>
 #include <mutex>
@@ -114,6 +113,12 @@ TEST_P(SharedMutexIn, ReadersHoldItTogether) { readers_hold_it_together<shared_m
 TEST_P(SharedMutexIn, WritersExcludeEveryone) { writers_exclude_everyone<shared_mutex>(GetParam()); }
 TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) { writer_gets_in<shared_mutex>(GetParam()); }
 TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) { readers_get_in<shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, PreshingReadersShare) { readers_hold_it_together<preshing_shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, PreshingWritersExcludeEveryone) {
+  writers_exclude_everyone<preshing_shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, PreshingAWriterGetsIn) { writer_gets_in<preshing_shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, PreshingReadersGetIn) { readers_get_in<preshing_shared_mutex>(GetParam()); }
 TEST_P(SharedMutexIn, TimedReadersShare) { readers_hold_it_together<shared_timed_mutex>(GetParam()); }
 TEST_P(SharedMutexIn, TimedWritersExcludeEveryone) {
   writers_exclude_everyone<shared_timed_mutex>(GetParam());

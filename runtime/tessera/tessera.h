@@ -9,8 +9,7 @@
 //   <tessera/event.h>              auto_reset_event, manual_reset_event
 //   <tessera/latch.h>              latch, barrier, wait_group
 //   <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex, recursive_timed_mutex
-//   <tessera/shared_mutex.h>       shared_mutex (reader-writer)
-//   <tessera/shared_timed_mutex.h> shared_timed_mutex (reader-writer, timed)
+//   <tessera/shared_mutex.h>       shared_mutex, shared_timed_mutex, preshing_shared_mutex
 //   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
 //   <tessera/ticket_semaphore.h>   ticket_semaphore (Listing 1, baseline)
 //   <tessera/twa_spin_semaphore.h> twa_spin_semaphore (Listing 2, spinning waiting array)
@@ -25,7 +24,6 @@
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>
 #include <tessera/shared_mutex.h>
-#include <tessera/shared_timed_mutex.h>
 #include <tessera/ticket_semaphore.h>
 #include <tessera/twa_spin_semaphore.h>
 #include <tessera/wait_chain.h>

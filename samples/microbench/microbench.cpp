@@ -160,6 +160,8 @@ void BM_ReadMostly(benchmark::State& state) {
   benchmark::DoNotOptimize(sink);
 }
 BENCHMARK_TEMPLATE(BM_ReadMostly, tessera::shared_mutex)->Name("read-mostly/tessera::shared_mutex")->ThreadRange(1, 8)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_ReadMostly, tessera::preshing_shared_mutex)->Name("read-mostly/tessera::preshing_shared_mutex")->ThreadRange(1, 8)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_ReadMostly, tessera::shared_timed_mutex)->Name("read-mostly/tessera::shared_timed_mutex")->ThreadRange(1, 8)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_ReadMostly, std::shared_mutex)->Name("read-mostly/std::shared_mutex")->ThreadRange(1, 8)->UseRealTime();
 
 BENCHMARK_MAIN();

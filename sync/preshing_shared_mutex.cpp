@@ -1,5 +1,5 @@
-// shared_mutex (see tessera/shared_mutex.h for the box office and the policy).
-#include "tessera/shared_mutex.h"
+// preshing_shared_mutex (see tessera/preshing_shared_mutex.h for the box office and the policy).
+#include "tessera/preshing_shared_mutex.h"
 
 #include <system_error>
 
@@ -7,18 +7,18 @@ namespace tessera {
 namespace {
 [[noreturn]] void too_many(const char* what) {
   throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                          std::string("tessera::shared_mutex::") + what +
+                          std::string("tessera::preshing_shared_mutex::") + what +
                               ": more than 2^21-1 holders or waiters");
 }
 }  // namespace
 
-shared_mutex::~shared_mutex() {
+preshing_shared_mutex::~preshing_shared_mutex() {
 #if TESSERA_CHECKS
-  if (status_.load() != 0) detail::misuse_abort("tessera::shared_mutex destroyed while locked");
+  if (status_.load() != 0) detail::misuse_abort("tessera::preshing_shared_mutex destroyed while locked");
 #endif
 }
 
-void shared_mutex::lock_shared() {
+void preshing_shared_mutex::lock_shared() {
   std::uint64_t s = status_.load(std::memory_order_relaxed);
   std::uint64_t next;
   do {
@@ -30,7 +30,7 @@ void shared_mutex::lock_shared() {
   if (get(s, kWriters) > 0) read_gate_.acquire();  // a writer will admit us
 }
 
-bool shared_mutex::try_lock_shared() noexcept {
+bool preshing_shared_mutex::try_lock_shared() noexcept {
   std::uint64_t s = status_.load(std::memory_order_relaxed);
   while (get(s, kWriters) == 0 && get(s, kReaders) < kMask) {
     if (status_.compare_exchange_weak(s, s + one(kReaders), std::memory_order_acquire,
@@ -41,18 +41,18 @@ bool shared_mutex::try_lock_shared() noexcept {
   return false;
 }
 
-void shared_mutex::unlock_shared() {
+void preshing_shared_mutex::unlock_shared() {
   const std::uint64_t s = status_.fetch_sub(one(kReaders), std::memory_order_release);
 #if TESSERA_CHECKS
   if (get(s, kReaders) == 0) {
-    detail::misuse_abort("tessera::shared_mutex::unlock_shared: the lock is not held shared");
+    detail::misuse_abort("tessera::preshing_shared_mutex::unlock_shared: the lock is not held shared");
   }
 #endif
   // The last reader out hands the lock to the first waiting writer.
   if (get(s, kReaders) == 1 && get(s, kWriters) > 0) write_gate_.release();
 }
 
-void shared_mutex::lock() {
+void preshing_shared_mutex::lock() {
   std::uint64_t s = status_.load(std::memory_order_relaxed);
   do {
     if (get(s, kWriters) == kMask) too_many("lock");
@@ -61,19 +61,19 @@ void shared_mutex::lock() {
   if (get(s, kReaders) > 0 || get(s, kWriters) > 0) write_gate_.acquire();
 }
 
-bool shared_mutex::try_lock() noexcept {
+bool preshing_shared_mutex::try_lock() noexcept {
   std::uint64_t expected = 0;
   return status_.compare_exchange_strong(expected, one(kWriters), std::memory_order_acquire,
                                          std::memory_order_relaxed);
 }
 
-void shared_mutex::unlock() {
+void preshing_shared_mutex::unlock() {
   std::uint64_t s = status_.load(std::memory_order_relaxed);
   std::uint64_t next;
   std::uint64_t batch;
   do {
 #if TESSERA_CHECKS
-    if (get(s, kWriters) == 0) detail::misuse_abort("tessera::shared_mutex::unlock: the lock is not held");
+    if (get(s, kWriters) == 0) detail::misuse_abort("tessera::preshing_shared_mutex::unlock: the lock is not held");
 #endif
     batch = get(s, kWaitToRead);
     next = s - one(kWriters);
