@@ -84,10 +84,12 @@ void shared_timed_mutex::dispatch() noexcept {
       tail_ = nullptr;
       state_.fetch_and(~kQueued, std::memory_order_relaxed);
     }
-    waiter* who = n->who;  // before the store: the node dies once its owner sees it
+    // Read what we need before the store: the node dies once its owner sees it.
+    waiter* who = n->who;
+    const bool shared = n->shared;
     n->granted.store(true, std::memory_order_release);
     unpark(who);
-    if (!n->shared) return;  // a writer goes alone; readers continue the batch
+    if (!shared) return;  // a writer goes alone; readers continue the batch
   }
 }
 
