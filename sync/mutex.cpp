@@ -8,18 +8,15 @@ namespace tessera::detail {
 
 using steady = std::chrono::steady_clock;
 
-/// One parked caller, on its own stack. `woken`: 0 queued, 1 woken to compete,
-/// 2 the lock was handed to it.
-struct mutex_core::node {
-  waiter* who;
-  node* next;
+/// One parked caller. `woken`: 0 queued, 1 woken to compete, 2 the lock was
+/// handed to it. `since`: when it first queued in this lock() call.
+struct mutex_core::node : park_node {
   steady::time_point since;
-  std::atomic<int> woken;
 };
 
 mutex_core::~mutex_core() {
 #if TESSERA_CHECKS
-  if ((state_.load() & kLocked) != 0 || head_ != nullptr) {
+  if ((state_.load() & kLocked) != 0 || !queue_.empty()) {
     misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
   }
 #endif
@@ -60,7 +57,9 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
       if (!requeue) since = now;
     }
 
-    node n{self(), nullptr, since, {0}};
+    node n;
+    n.who = self();
+    n.since = since;
     lock_queue();
     s = state_.load(std::memory_order_relaxed);
     bool queued = false;
@@ -76,46 +75,18 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
       continue;
     }
     if (requeue) {  // a woken waiter that lost the race keeps its place: the front
-      n.next = head_;
-      head_ = &n;
-      if (tail_ == nullptr) tail_ = &n;
+      queue_.push_front(n);
     } else {
-      if (tail_ != nullptr) {
-        tail_->next = &n;
-      } else {
-        head_ = &n;
-      }
-      tail_ = &n;
+      queue_.push_back(n);
     }
     unlock_queue();
 
-    bool timed_out = false;
-    while (n.woken.load(std::memory_order_acquire) == 0) {
-      if (deadline == nullptr) {
-        park();
-      } else if (!park_until(*deadline) && n.woken.load(std::memory_order_acquire) == 0) {
-        timed_out = true;
-        break;
-      }
-    }
-    if (timed_out) {
-      lock_queue();
-      if (n.woken.load(std::memory_order_acquire) == 0) {  // still queued: leave
-        node** link = &head_;
-        node* prev = nullptr;
-        while (*link != &n) {
-          prev = *link;
-          link = &(*link)->next;
-        }
-        *link = n.next;
-        if (tail_ == &n) tail_ = prev;
-        if (head_ == nullptr) state_.fetch_and(~kQueued, std::memory_order_relaxed);
-        unlock_queue();
-        return false;
-      }
-      unlock_queue();  // woken just as we timed out: take what we were given
-    }
-    if (n.woken.load(std::memory_order_acquire) == 2) {  // handed over: LOCKED is ours
+    // A waiter woken just as it timed out takes what it was given.
+    const int given = await_taken(n, deadline, queue_lock_, queue_, [this] {
+      if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
+    });
+    if (given == 0) return false;  // timed out and left the queue
+    if (given == 2) {  // handed over: LOCKED is ours
       note_owner();
       return true;
     }
@@ -142,7 +113,7 @@ void mutex_core::unlock_slow() {
   }
   woken_unlocks_ = 0;
   lock_queue();
-  node* n = head_;
+  auto* n = static_cast<node*>(queue_.front());
   if (n == nullptr) {  // QUEUED without anyone queued (a timed-out waiter left)
     state_.fetch_and(~(kLocked | kQueued), std::memory_order_release);
     unlock_queue();
@@ -161,20 +132,17 @@ void mutex_core::unlock_slow() {
     return;
   }
   if (handoff) next_fair_ = now + handoff_after;
-  head_ = n->next;
-  if (head_ == nullptr) tail_ = nullptr;
+  queue_.unlink(*n);
   s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
     next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set
-    next = head_ != nullptr ? (next | kQueued) : (next & ~kQueued);
+    next = queue_.empty() ? (next & ~kQueued) : (next | kQueued);
   } while (!state_.compare_exchange_weak(s, next, std::memory_order_release,
                                          std::memory_order_relaxed));
   // Dequeue and mark under the queue lock, so a timed-out waiter that finds
-  // woken == 0 under the lock knows it is still queued. Read `who` first: `n`
-  // may die as soon as its owner sees the store.
-  waiter* who = n->who;
-  n->woken.store(handoff ? 2 : 1, std::memory_order_release);
+  // woken == 0 under the lock knows it is still queued.
+  waiter* who = park_list::mark(*n, handoff ? 2 : 1);
   unlock_queue();
   unpark(who);
 }

@@ -5,16 +5,13 @@
 
 namespace tessera {
 
-struct shared_timed_mutex::node {
-  waiter* who;
-  bool shared;
-  node* next;
-  std::atomic<bool> granted;
+struct shared_timed_mutex::node : detail::park_node {
+  bool shared = false;
 };
 
 shared_timed_mutex::~shared_timed_mutex() {
 #if TESSERA_CHECKS
-  if (state_.load() != 0 || head_ != nullptr) {
+  if (state_.load() != 0 || !queue_.empty()) {
     detail::misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
   }
 #endif
@@ -36,59 +33,35 @@ bool shared_timed_mutex::try_grant_locked(bool shared) noexcept {
 }
 
 bool shared_timed_mutex::acquire(bool shared, const std::chrono::steady_clock::time_point* deadline) {
-  node n{self(), shared, nullptr, {false}};
+  node n;
+  n.who = self();
+  n.shared = shared;
   lock_.lock();
-  if (head_ == nullptr && try_grant_locked(shared)) {
+  if (queue_.empty() && try_grant_locked(shared)) {
     lock_.unlock();
     return true;
   }
   // Queue, and announce it: from now on nobody takes a fast path.
-  if (tail_ != nullptr) {
-    tail_->next = &n;
-  } else {
-    head_ = &n;
-  }
-  tail_ = &n;
+  queue_.push_back(n);
   state_.fetch_or(kQueued, std::memory_order_relaxed);
   dispatch();  // the lock may have been released meanwhile
   lock_.unlock();
 
-  while (!n.granted.load(std::memory_order_acquire)) {
-    if (deadline == nullptr) {
-      park();
-    } else if (!park_until(*deadline) && !n.granted.load(std::memory_order_acquire)) {
-      lock_.lock();
-      if (n.granted.load(std::memory_order_relaxed)) {  // granted as we timed out: keep it
-        lock_.unlock();
-        return true;
-      }
-      node* prev = nullptr;
-      for (node* p = head_; p != &n; p = p->next) prev = p;
-      (prev != nullptr ? prev->next : head_) = n.next;
-      if (tail_ == &n) tail_ = prev;
-      if (head_ == nullptr) state_.fetch_and(~kQueued, std::memory_order_relaxed);
-      dispatch();  // a writer leaving the head may let the readers behind it in
-      lock_.unlock();
-      return false;
-    }
-  }
-  return true;
+  // Granted as it timed out: it keeps the lock.
+  return detail::await_taken(n, deadline, lock_, queue_, [this] {
+           if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
+           dispatch();  // a writer leaving the head may let the readers behind it in
+         }) != 0;
 }
 
 void shared_timed_mutex::dispatch() noexcept {
-  while (head_ != nullptr) {
-    node* n = head_;
-    if (!try_grant_locked(n->shared)) return;
-    head_ = n->next;
-    if (head_ == nullptr) {
-      tail_ = nullptr;
-      state_.fetch_and(~kQueued, std::memory_order_relaxed);
-    }
-    // Read what we need before the store: the node dies once its owner sees it.
-    waiter* who = n->who;
-    const bool shared = n->shared;
-    n->granted.store(true, std::memory_order_release);
-    unpark(who);
+  while (!queue_.empty()) {
+    auto& n = static_cast<node&>(*queue_.front());
+    if (!try_grant_locked(n.shared)) return;
+    queue_.unlink(n);
+    if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
+    const bool shared = n.shared;  // before the mark: the node dies once its owner sees it
+    unpark(detail::park_list::mark(n, 1));
     if (!shared) return;  // a writer goes alone; readers continue the batch
   }
 }

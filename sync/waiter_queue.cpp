@@ -7,48 +7,23 @@ namespace tessera::detail {
 
 void waiter_queue::push(node& n) noexcept {
   lock();
-  n.next = nullptr;
-  n.prev = tail_;
-  if (tail_ != nullptr) {
-    tail_->next = &n;
-  } else {
-    head_.store(&n, std::memory_order_relaxed);
-  }
-  tail_ = &n;
+  list_.push_back(n);
   unlock();
-}
-
-void waiter_queue::unlink(node& n) noexcept {
-  if (n.prev != nullptr) {
-    n.prev->next = n.next;
-  } else {
-    head_.store(n.next, std::memory_order_relaxed);
-  }
-  if (n.next != nullptr) {
-    n.next->prev = n.prev;
-  } else {
-    tail_ = n.prev;
-  }
 }
 
 bool waiter_queue::remove(node& n) noexcept {
   lock();
-  const bool queued = !n.woken.load(std::memory_order_relaxed);
-  if (queued) unlink(n);
+  const bool queued = n.woken.load(std::memory_order_relaxed) == 0;
+  if (queued) list_.unlink(n);
   unlock();
   return queued;
 }
 
 bool waiter_queue::wake_one(const void* key) noexcept {
   lock();
-  node* n = head_.load(std::memory_order_relaxed);
-  while (n != nullptr && key != nullptr && n->key != key) n = n->next;
-  waiter* who = nullptr;
-  if (n != nullptr) {
-    unlink(*n);
-    who = n->who;  // before the store: the node may die once its owner sees it
-    n->woken.store(true, std::memory_order_release);
-  }
+  auto* n = static_cast<node*>(list_.front());
+  while (n != nullptr && key != nullptr && n->key != key) n = static_cast<node*>(n->next);
+  waiter* who = n != nullptr ? list_.take(*n, 1) : nullptr;
   unlock();
   unpark(who);  // null is ignored
   return who != nullptr;
@@ -60,12 +35,10 @@ int waiter_queue::wake_all(const void* key) noexcept {
   std::vector<waiter*> more;
   int count = 0;
   lock();
-  for (node* n = head_.load(std::memory_order_relaxed); n != nullptr;) {
-    node* next = n->next;
+  for (auto* n = static_cast<node*>(list_.front()); n != nullptr;) {
+    auto* next = static_cast<node*>(n->next);
     if (key == nullptr || n->key == key) {
-      unlink(*n);
-      waiter* who = n->who;
-      n->woken.store(true, std::memory_order_release);
+      waiter* who = list_.take(*n, 1);
       if (count < 16) {
         local[count] = who;
       } else {
@@ -86,15 +59,8 @@ int waiter_queue::wake_all(const void* key) noexcept {
 }
 
 bool waiter_queue::await(node& n, const std::chrono::steady_clock::time_point* deadline) {
-  while (!n.woken.load(std::memory_order_acquire)) {
-    if (deadline == nullptr) {
-      park();
-    } else if (!park_until(*deadline) && !n.woken.load(std::memory_order_acquire)) {
-      if (remove(n)) return false;  // timed out and left the queue
-      // woken just as we timed out: the notification is ours, keep it
-    }
-  }
-  return true;
+  // Woken just as it timed out: the notification is ours, keep it.
+  return await_taken(n, deadline, lock_, list_, [] {}) != 0;
 }
 
 }  // namespace tessera::detail

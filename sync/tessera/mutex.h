@@ -49,6 +49,7 @@
 #include <cstdint>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
 
@@ -119,8 +120,7 @@ class mutex_core {
 
   std::atomic<std::uint32_t> state_{0};
   spin_lock queue_lock_;
-  node* head_ = nullptr;  // FIFO of parked callers, guarded by queue_lock_
-  node* tail_ = nullptr;
+  park_list queue_;  // FIFO of parked callers, guarded by queue_lock_
   std::chrono::steady_clock::time_point next_fair_{};  // guarded by queue_lock_
   std::uint32_t woken_unlocks_ = 0;                    // owner only (inside unlock)
   const char* type_ = "tessera::mutex";

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/mutex.h"  // detail::to_steady, detail::deadline_after
 
@@ -109,8 +110,7 @@ class shared_timed_mutex {
 
   std::atomic<std::uint64_t> state_{0};
   detail::spin_lock lock_;
-  node* head_ = nullptr;  // guarded by lock_
-  node* tail_ = nullptr;
+  detail::park_list queue_;  // guarded by lock_
   const char* type_ = "tessera::shared_timed_mutex";
 };
 

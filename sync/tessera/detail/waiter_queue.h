@@ -5,7 +5,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "tessera/detail/cpu.h"
+#include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
 
@@ -22,12 +22,8 @@ namespace tessera::detail {
 /// condition before calling wake_*() (both sides go through the lock).
 class waiter_queue {
  public:
-  struct node {
-    waiter* who = nullptr;
+  struct node : park_node {
     const void* key = nullptr;  // what the caller waits for (condition_variable_atomic)
-    node* next = nullptr;
-    node* prev = nullptr;
-    std::atomic<bool> woken{false};
   };
 
   waiter_queue() noexcept = default;
@@ -41,7 +37,7 @@ class waiter_queue {
   bool wake_one(const void* key = nullptr) noexcept;
   /// Wakes every waiter (with `key`, unless key is null). Returns how many.
   int wake_all(const void* key = nullptr) noexcept;
-  bool empty() const noexcept { return head_.load(std::memory_order_relaxed) == nullptr; }
+  bool empty() const noexcept { return list_.empty(); }
 
   /// Parks until `n` is woken or `deadline` passes (null: no deadline). Returns
   /// false only on a timeout that removed `n` from the queue.
@@ -50,11 +46,9 @@ class waiter_queue {
  private:
   void lock() noexcept { lock_.lock(); }
   void unlock() noexcept { lock_.unlock(); }
-  void unlink(node& n) noexcept;
 
   spin_lock lock_;
-  std::atomic<node*> head_{nullptr};  // atomic only for the lock-free empty() hint
-  node* tail_ = nullptr;
+  park_list list_;  // guarded by lock_
 };
 
 }  // namespace tessera::detail
