@@ -183,9 +183,13 @@ void worker::thread_main() {
 #if TESSERA_TSAN
   sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
 #endif
-  for (;;) {
+  // Local work first, then other workers' deques.
+  auto find_work = [this] {
     fiber_record* f = pick_local();
-    if (f == nullptr) f = steal();
+    return f != nullptr ? f : steal();
+  };
+  for (;;) {
+    fiber_record* f = find_work();
     if (f != nullptr) {
       switch_to(f, post_action::none);
       continue;
@@ -197,8 +201,7 @@ void worker::thread_main() {
     const auto spin_until = steady::now() + rt.opts.idle_spin;
     for (unsigned i = 1;; ++i) {
       cpu_relax();
-      f = pick_local();
-      if (f == nullptr) f = steal();
+      f = find_work();
       if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
       if ((i & 15) == 0 && steady::now() >= spin_until) break;
     }
@@ -211,8 +214,7 @@ void worker::thread_main() {
     // Sleep phase: announce, re-check everything, then wait on the futex.
     sleep_word_.store(1, std::memory_order_seq_cst);
     rt.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    f = pick_local();
-    if (f == nullptr) f = steal();
+    f = find_work();
     if (f == nullptr && !rt.stopping.load(std::memory_order_seq_cst)) {
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
       const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
@@ -550,11 +552,7 @@ void runtime_impl::add_timer(steady::time_point deadline, fiber_record* f) {
   }
   // A sleeping worker set its futex timeout from the old earliest deadline:
   // wake one so that it re-arms (the worker adding the timer may stay busy).
-  if (earliest && fenced_load(sleepers) != 0) {
-    for (auto& w : workers) {
-      if (w->wake_if_sleeping()) break;
-    }
-  }
+  if (earliest && fenced_load(sleepers) != 0) wake_one_sleeper();
 }
 
 void runtime_impl::fire_timers(worker& w) {
@@ -600,6 +598,10 @@ void runtime_impl::notify_work() noexcept {
   if (workers.size() < 2) return;
   if (fenced_load(sleepers) == 0) return;
   if (spinners.load(std::memory_order_relaxed) != 0) return;  // a spinner will find it
+  wake_one_sleeper();
+}
+
+void runtime_impl::wake_one_sleeper() noexcept {
   for (auto& w : workers) {
     if (w->wake_if_sleeping()) return;
   }

@@ -201,6 +201,8 @@ class runtime_impl {
   void schedule_woken(fiber_record* f) noexcept;
   /// After a push that other workers could take: wake a sleeper if none spins.
   void notify_work() noexcept;
+  /// Wakes one sleeping worker, if any.
+  void wake_one_sleeper() noexcept;
   void fiber_finished() noexcept;
   /// Timers are runtime-wide, so any worker fires them — also when the worker a
   /// fiber parked on is held by a fiber that never parks.

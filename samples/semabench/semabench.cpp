@@ -186,6 +186,24 @@ std::vector<impl_entry> all_impls() {
           entry<absl_mutex>(), entry<tessera_mutex>()};
 }
 
+// One table: a row per implementation, a column per thread count; `cell`
+// formats the cell for (impl, threads).
+template <class Cell>
+void print_table(const std::vector<impl_entry>& impls, const std::vector<int>& threads, Cell&& cell) {
+  std::printf("%-26s", "impl \\ threads");
+  for (int t : threads) std::printf("%16d", t);
+  std::printf("\n");
+  for (const auto& e : impls) {
+    std::printf("%-26s", e.name.c_str());
+    for (int t : threads) {
+      char text[40];
+      cell(e.name, t, text, sizeof text);
+      std::printf("%16s", text);
+    }
+    std::printf("\n");
+  }
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -317,39 +335,20 @@ int main(int argc, char** argv) {
   const bool have_sem_t = results.count("sem_t") != 0;
   std::printf("Throughput (iterations/s, median of %d)%s\n", runs,
               have_sem_t ? ", and ratio to sem_t in the same run" : "");
-  std::printf("%-26s", "impl \\ threads");
-  for (int t : threads) std::printf("%16d", t);
-  std::printf("\n");
-  for (auto& e : impls) {
-    std::printf("%-26s", e.name.c_str());
-    for (int t : threads) {
-      const double v = results[e.name][t];
-      char cell[40];
-      if (have_sem_t && results["sem_t"][t] > 0) {
-        std::snprintf(cell, sizeof cell, "%s (%.2fx)", human(v).c_str(), v / results["sem_t"][t]);
-      } else {
-        std::snprintf(cell, sizeof cell, "%s", human(v).c_str());
-      }
-      std::printf("%16s", cell);
+  print_table(impls, threads, [&](const std::string& name, int t, char* cell, std::size_t size) {
+    const double v = results[name][t];
+    if (have_sem_t && results["sem_t"][t] > 0) {
+      std::snprintf(cell, size, "%s (%.2fx)", human(v).c_str(), v / results["sem_t"][t]);
+    } else {
+      std::snprintf(cell, size, "%s", human(v).c_str());
     }
-    std::printf("\n");
-  }
+  });
 
   if (g_latency) {
     std::printf("\nAcquisition latency, every 16th acquisition: p99.9 (median of runs) / max (of all runs), us\n");
-    std::printf("%-26s", "impl \\ threads");
-    for (int t : threads) std::printf("%16d", t);
-    std::printf("\n");
-    for (auto& e : impls) {
-      std::printf("%-26s", e.name.c_str());
-      for (int t : threads) {
-        char cell[40];
-        std::snprintf(cell, sizeof cell, "%.0f / %.0f", tails[e.name][t].p999_us,
-                      tails[e.name][t].max_us);
-        std::printf("%16s", cell);
-      }
-      std::printf("\n");
-    }
+    print_table(impls, threads, [&](const std::string& name, int t, char* cell, std::size_t size) {
+      std::snprintf(cell, size, "%.0f / %.0f", tails[name][t].p999_us, tails[name][t].max_us);
+    });
   }
 
   // ---- the targets, as ratios measured in this run ---------------------
