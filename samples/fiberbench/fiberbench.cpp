@@ -360,7 +360,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "fewer rounds (for CI)");
   app.add_option("--only", only, "benchmarks to run")
       ->check(CLI::IsMember({"skynet", "pingpong", "create-join", "yield", "semabench", "memory"}));
-  app.add_option("--fibers", fiber_counts, "fiber counts for semabench")->check(CLI::Range(1, 100000));
+  app.add_option("--fibers", fiber_counts, "fiber counts for semabench (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 100000));
   app.add_option("--seconds", seconds, "seconds per semabench point")->check(CLI::Range(0.01, 60.0));
   app.add_option("--parked", parked, "fibers parked in the memory benchmark")->check(CLI::Range(1L, 10000000L));
   app.add_option("--csv", csv, "also write the table as CSV here");
