@@ -33,19 +33,12 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(const steady::time_point* deadline) {
-  const unsigned spin_budget = should_spin() ? 128 : 0;
+  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   unsigned spins = spin_budget;
   steady::time_point since{};
   bool requeue = false;
   for (;;) {
-    std::uint32_t s = state_.load(std::memory_order_relaxed);
-    while ((s & kLocked) == 0) {  // barge
-      if (state_.compare_exchange_weak(s, s | kLocked, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-        note_owner();
-        return true;
-      }
-    }
+    if (!locked() && try_lock()) return true;  // barge
     if (spins > 0) {  // threads: a short spin before queueing
       --spins;
       cpu_relax();
@@ -61,7 +54,7 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
     n.who = self();
     n.since = since;
     lock_queue();
-    s = state_.load(std::memory_order_relaxed);
+    std::uint32_t s = state_.load(std::memory_order_relaxed);
     bool queued = false;
     while ((s & kLocked) != 0) {
       if ((s & kQueued) != 0 || state_.compare_exchange_weak(s, s | kQueued,
@@ -97,20 +90,6 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
 }
 
 void mutex_core::unlock_slow() {
-  // A woken waiter is still on its way: it will retry, and re-queue if it loses.
-  // Just release — no queue lock, no clock, no second wake-up. But not forever:
-  // the woken waiter may be a fiber stuck behind a fiber that never parks, so
-  // every 256th such unlock looks at the queue and the fairness timer too.
-  // (`woken_unlocks_` is only touched by the owner, inside unlock.)
-  std::uint32_t s = state_.load(std::memory_order_relaxed);
-  if ((s & kWoken) != 0 && ++woken_unlocks_ < 256) {
-    while ((s & kWoken) != 0) {
-      if (state_.compare_exchange_weak(s, s & ~kLocked, std::memory_order_release,
-                                       std::memory_order_relaxed)) {
-        return;
-      }
-    }
-  }
   woken_unlocks_ = 0;
   lock_queue();
   auto* n = static_cast<node*>(queue_.front());
@@ -133,7 +112,7 @@ void mutex_core::unlock_slow() {
   }
   if (handoff) next_fair_ = now + handoff_after;
   queue_.unlink(*n);
-  s = state_.load(std::memory_order_relaxed);
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
     next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set
