@@ -4,97 +4,269 @@
 #include <string>
 
 namespace tessera {
+namespace detail {
 
+std::uint32_t thread_slot_index_init() noexcept {
+  static std::atomic<std::uint32_t> next{0};
+  tls_slot_index = (next.fetch_add(1, std::memory_order_relaxed) & 0xFFFFu) + 1;  // never 0
+  return tls_slot_index;
+}
+
+}  // namespace detail
+
+namespace {
+using steady = std::chrono::steady_clock;
+// Threads poll this many times before queueing behind a writer, or (a writer)
+// before parking until the readers inside have left. Fibers never spin.
+constexpr unsigned kSpinBudget = 16;
+constexpr unsigned kDrainSpinBudget = 256;
+}  // namespace
+
+/// One parked caller. Marks: 1 woken to compete again, 2 handed the lock (a
+/// writer: WRITER is its own; a reader: it is counted in and inside).
 struct shared_timed_mutex::node : detail::park_node {
   bool shared = false;
+  steady::time_point since;
 };
 
 shared_timed_mutex::~shared_timed_mutex() {
 #if TESSERA_CHECKS
-  if (state_.load() != 0 || !queue_.empty()) {
+  if (state_.load() != 0 || !queue_.empty() || readers_inside() != 0) {
     detail::misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
   }
 #endif
 }
 
-// Under lock_, with the queue empty or the caller at its head: take the lock if
-// it is free for this kind of caller. Queue state is the caller's business.
-bool shared_timed_mutex::try_grant_locked(bool shared) noexcept {
+void shared_timed_mutex::shared_underflow() const noexcept {
+  detail::misuse_abort((std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
+}
+
+std::int64_t shared_timed_mutex::readers_inside() const noexcept {
+  std::int64_t sum = 0;
+  for (const slot& s : slots_) sum += s.readers.load(std::memory_order_seq_cst);
+  return sum;
+}
+
+void shared_timed_mutex::wake_drainer() noexcept {
+  // A stale drainer (it finished meanwhile) only gets a spurious permit: every
+  // park here and in the other primitives re-checks its condition.
+  if (waiter* d = drainer_.load(std::memory_order_acquire); d != nullptr) unpark(d);
+}
+
+// A reader that counted itself in but found WRITER: count out again. The writer
+// may have seen the count and be waiting for it.
+void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s) noexcept {
+  s.fetch_sub(1, std::memory_order_seq_cst);
+  wake_drainer();
+}
+
+bool shared_timed_mutex::try_lock() {
   std::uint64_t s = state_.load(std::memory_order_relaxed);
-  for (;;) {
-    const bool free = shared ? (s & kWriter) == 0 : (s & (kWriter | kReaders)) == 0;
-    if (!free) return false;
-    const std::uint64_t next = shared ? s + 1 : s | kWriter;
-    if (state_.compare_exchange_weak(s, next, std::memory_order_acquire,
+  while ((s & kWriter) == 0) {
+    if (state_.compare_exchange_weak(s, s | kWriter, std::memory_order_seq_cst,
                                      std::memory_order_relaxed)) {
-      return true;
+      if (readers_inside() == 0) return true;
+      unlock_slow();  // readers inside: give WRITER back (waking whoever queued behind it)
+      return false;
+    }
+  }
+  return false;
+}
+
+// Queues `n` behind the current writer and parks until taken. Returns the mark
+// (0: timed out and left). Re-queued waiters (requeue) go back to the front.
+// Returns -1 without parking if WRITER cleared before the node was queued.
+namespace {
+template <class Node, class Lock>
+int queue_behind_writer(std::atomic<std::uint64_t>& state, std::uint64_t writer,
+                        std::uint64_t queued, Lock& lock, detail::park_list& queue, Node& n,
+                        bool requeue, const steady::time_point* deadline) {
+  lock.lock();
+  std::uint64_t s = state.load(std::memory_order_relaxed);
+  bool ok = false;
+  while ((s & writer) != 0) {
+    if ((s & queued) != 0 ||
+        state.compare_exchange_weak(s, s | queued, std::memory_order_relaxed)) {
+      ok = true;
+      break;
+    }
+  }
+  if (!ok) {  // the writer left meanwhile: try again
+    lock.unlock();
+    return -1;
+  }
+  if (requeue) {
+    queue.push_front(n);
+  } else {
+    queue.push_back(n);
+  }
+  lock.unlock();
+  return detail::await_taken(n, deadline, lock, queue, [&] {
+    if (queue.empty()) state.fetch_and(~queued, std::memory_order_relaxed);
+  });
+}
+}  // namespace
+
+bool shared_timed_mutex::acquire(const steady::time_point* deadline) {
+  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
+  unsigned spins = spin_budget;
+  steady::time_point since{};
+  bool requeue = false;
+  for (;;) {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    while ((s & kWriter) == 0) {  // barge for WRITER, then wait for the readers
+      if (state_.compare_exchange_weak(s, s | kWriter, std::memory_order_seq_cst,
+                                       std::memory_order_relaxed)) {
+        return drain(deadline);
+      }
+    }
+    if (spins > 0) {
+      --spins;
+      detail::cpu_relax();
+      continue;
+    }
+    if (deadline != nullptr || !requeue) {
+      const auto now = steady::now();
+      if (deadline != nullptr && now >= *deadline) return false;
+      if (!requeue) since = now;
+    }
+    node n;
+    n.who = self();
+    n.shared = false;
+    n.since = since;
+    const int got = queue_behind_writer(state_, kWriter, kQueued, lock_, queue_, n, requeue, deadline);
+    if (got == 0) return false;
+    if (got == 2) return drain(deadline);  // handed WRITER
+    if (got == 1) {
+      requeue = true;
+      spins = spin_budget;
     }
   }
 }
 
-bool shared_timed_mutex::acquire(bool shared, const std::chrono::steady_clock::time_point* deadline) {
-  node n;
-  n.who = self();
-  n.shared = shared;
-  lock_.lock();
-  if (queue_.empty() && try_grant_locked(shared)) {
-    lock_.unlock();
-    return true;
-  }
-  // Queue, and announce it: from now on nobody takes a fast path.
-  queue_.push_back(n);
-  state_.fetch_or(kQueued, std::memory_order_relaxed);
-  dispatch();  // the lock may have been released meanwhile
-  lock_.unlock();
-
-  // Granted as it timed out: it keeps the lock.
-  return detail::await_taken(n, deadline, lock_, queue_, [this] {
-           if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
-           dispatch();  // a writer leaving the head may let the readers behind it in
-         }) != 0;
-}
-
-void shared_timed_mutex::dispatch() noexcept {
-  while (!queue_.empty()) {
-    auto& n = static_cast<node&>(*queue_.front());
-    if (!try_grant_locked(n.shared)) return;
-    queue_.unlink(n);
-    if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
-    const bool shared = n.shared;  // before the mark: the node dies once its owner sees it
-    unpark(detail::park_list::mark(n, 1));
-    if (!shared) return;  // a writer goes alone; readers continue the batch
-  }
-}
-
-void shared_timed_mutex::unlock() {
-  std::uint64_t expected = kWriter;
-  if (state_.compare_exchange_strong(expected, 0, std::memory_order_release,
-                                     std::memory_order_relaxed)) {
-    return;
-  }
+bool shared_timed_mutex::drain(const steady::time_point* deadline) {
+  unsigned spins = should_spin() ? kDrainSpinBudget : 0;
+  for (;;) {
+    const std::int64_t inside = readers_inside();
+    if (inside == 0) break;
 #if TESSERA_CHECKS
-  if ((expected & kWriter) == 0) {
+    // Under WRITER no reader can count in for good, and every count out of a
+    // reader that got in is preceded by its count in: a negative sum is misuse.
+    if (inside < 0) shared_underflow();
+#endif
+    if (spins > 0) {
+      --spins;
+      detail::cpu_relax();
+      continue;
+    }
+    drainer_.store(self(), std::memory_order_seq_cst);
+    if (readers_inside() == 0) break;
+    if (deadline == nullptr) {
+      park();
+    } else if (!park_until(*deadline) && readers_inside() != 0) {
+      drainer_.store(nullptr, std::memory_order_relaxed);
+      unlock_slow();  // timed out: give WRITER back
+      return false;
+    }
+  }
+  drainer_.store(nullptr, std::memory_order_relaxed);
+  return true;
+}
+
+bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
+  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
+  unsigned spins = spin_budget;
+  steady::time_point since{};
+  bool requeue = false;
+  for (;;) {
+    if (try_lock_shared()) return true;
+    if (spins > 0) {
+      --spins;
+      detail::cpu_relax();
+      continue;
+    }
+    if (deadline != nullptr || !requeue) {
+      const auto now = steady::now();
+      if (deadline != nullptr && now >= *deadline) return false;
+      if (!requeue) since = now;
+    }
+    node n;
+    n.who = self();
+    n.shared = true;
+    n.since = since;
+    const int got = queue_behind_writer(state_, kWriter, kQueued, lock_, queue_, n, requeue, deadline);
+    if (got == 0) return false;
+    if (got == 2) return true;  // counted in by the writer that handed over
+    if (got == 1) {
+      requeue = true;
+      spins = spin_budget;
+    }
+  }
+}
+
+void shared_timed_mutex::unlock_slow() {
+#if TESSERA_CHECKS
+  if ((state_.load(std::memory_order_relaxed) & kWriter) == 0) {
     detail::misuse_abort((std::string(type_) + "::unlock: the lock is not held exclusively").c_str());
   }
 #endif
   lock_.lock();
-  state_.fetch_and(~kWriter, std::memory_order_release);
-  dispatch();
-  lock_.unlock();
-}
-
-void shared_timed_mutex::unlock_shared() {
-  const std::uint64_t s = state_.fetch_sub(1, std::memory_order_release);
-#if TESSERA_CHECKS
-  if ((s & kReaders) == 0) {
-    detail::misuse_abort((std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
-  }
-#endif
-  if ((s & kReaders) == 1 && (s & kQueued) != 0) {  // the last reader out, with waiters
-    lock_.lock();
-    dispatch();
+  auto* head = static_cast<node*>(queue_.front());
+  if (head == nullptr) {  // nobody queued (or only timed-out waiters, who left)
+    state_.fetch_and(~(kWriter | kQueued), std::memory_order_release);
     lock_.unlock();
+    return;
   }
+  // Rate-limited fairness (as tessera::mutex): the head has waited long enough
+  // and no hand-off happened in the last handoff_after.
+  const auto now = steady::now();
+  const bool handoff = now - head->since >= handoff_after && now >= next_fair_;
+  if (handoff) next_fair_ = now + handoff_after;
+  const int mark = handoff ? 2 : 1;
+  // Whom to wake: a writer at the head alone; otherwise every queued reader,
+  // and the first queued writer too, to compete (readers never call unlock_slow:
+  // once WRITER clears, a writer left queued would have nobody to wake it).
+  // Handed-over readers are counted in here, before WRITER clears.
+  bool keep_writer = false;
+  detail::park_list woken;
+  node* first_writer = nullptr;
+  if (!head->shared) {
+    queue_.unlink(*head);
+    woken.push_back(*head);
+    keep_writer = handoff;
+  } else {
+    for (auto* p = queue_.front(); p != nullptr;) {
+      auto* next = p->next;
+      if (static_cast<node*>(p)->shared) {
+        queue_.unlink(*p);
+        woken.push_back(*p);
+        if (handoff) {
+          note_shared(1);
+          my_slot().fetch_add(1, std::memory_order_relaxed);  // published by the release below
+        }
+      } else if (first_writer == nullptr) {
+        first_writer = static_cast<node*>(p);
+      }
+      p = next;
+    }
+    if (first_writer != nullptr) queue_.unlink(*first_writer);
+  }
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  std::uint64_t next;
+  do {
+    next = keep_writer ? s : (s & ~kWriter);
+    next = queue_.empty() ? (next & ~kQueued) : (next | kQueued);
+  } while (!state_.compare_exchange_weak(s, next, std::memory_order_seq_cst,
+                                         std::memory_order_relaxed));
+  // Mark under lock_ (a timed-out waiter that finds its node unmarked under the
+  // lock knows it is still queued), and unpark at once: a node dies as soon as
+  // its owner sees the mark.
+  while (auto* p = woken.front()) {
+    woken.unlink(*p);
+    unpark(detail::park_list::mark(*p, mark));
+  }
+  if (first_writer != nullptr) unpark(detail::park_list::mark(*first_writer, 1));
+  lock_.unlock();
 }
 
 }  // namespace tessera

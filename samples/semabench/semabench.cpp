@@ -6,6 +6,10 @@
 // once before the threads start, so it behaves as a lock. Reported: aggregate
 // iterations per second, the median of R runs, for each T; ratios against
 // pthread sem_t from the same run (absolute figures drift on a shared machine).
+//
+// The rw:* entries run the same loop read-mostly on a reader-writer lock: every
+// 101st iteration takes it exclusively and advances the shared PRNG (1 write per
+// 100 reads); the others take it shared and read the PRNG's last output.
 #include <absl/synchronization/mutex.h>
 #include <semaphore.h>
 #include <tessera/tessera.h>
@@ -21,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <random>
 #include <semaphore>
 #include <string>
@@ -100,6 +105,32 @@ struct tessera_mutex : lock_as_semaphore<tessera::mutex, std_style_ops> {
   static constexpr const char* name = "tessera::mutex";
 };
 
+// Read-mostly entries: `M` is a reader-writer lock with the standard interface.
+template <class M>
+struct read_mostly {
+  static constexpr bool rw = true;
+  M m;
+  void release() {}
+};
+struct rw_std : read_mostly<std::shared_mutex> {
+  static constexpr const char* name = "rw:std::shared_mutex";
+};
+struct rw_absl {
+  static constexpr const char* name = "rw:absl::Mutex";
+  static constexpr bool rw = true;
+  struct shim {  // absl::Mutex under the standard names
+    absl::Mutex mu;
+    void lock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu.Lock(); }
+    void unlock() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu.Unlock(); }
+    void lock_shared() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu.ReaderLock(); }
+    void unlock_shared() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu.ReaderUnlock(); }
+  } m;
+  void release() {}
+};
+struct rw_tessera : read_mostly<tessera::shared_mutex> {
+  static constexpr const char* name = "rw:tessera::shared_mutex";
+};
+
 using clock_type = std::chrono::steady_clock;
 
 // --latency: every 16th acquisition is timed (acquire call to acquired), so
@@ -118,6 +149,7 @@ template <class S>
 run_result run_once(int threads, double seconds) {
   auto sem = std::make_unique<S>();
   std::mt19937 shared_rng(42);
+  std::uint32_t shared_value = 0;  // rw: the PRNG's last output, read shared
   sem->release();  // post once: the semaphore now acts as a lock
   std::atomic<bool> stop{false};
   std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);  // padded
@@ -133,16 +165,26 @@ run_result run_once(int threads, double seconds) {
       if (g_latency) my_waits.reserve(1 << 16);
       ready.arrive_and_wait();
       while (!stop.load(std::memory_order_relaxed)) {
-        if (g_latency && (n & 15) == 0) {
-          const auto t0 = clock_type::now();
-          sem->acquire();
-          const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
-          my_waits.push_back(static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+        if constexpr (requires { S::rw; }) {  // read-mostly: 1 write per 100 reads
+          if (n % 101 == 100) {
+            std::lock_guard w(sem->m);
+            shared_value = shared_rng();
+          } else {
+            std::shared_lock r(sem->m);
+            sink += shared_value;
+          }
         } else {
-          sem->acquire();
+          if (g_latency && (n & 15) == 0) {
+            const auto t0 = clock_type::now();
+            sem->acquire();
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
+            my_waits.push_back(static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+          } else {
+            sem->acquire();
+          }
+          sink += shared_rng();  // critical section: one step of the shared PRNG
+          sem->release();
         }
-        sink += shared_rng();  // critical section: one step of the shared PRNG
-        sem->release();
         sink += private_rng();  // non-critical section: one private step
         ++n;
       }
@@ -183,7 +225,8 @@ impl_entry entry() {
 std::vector<impl_entry> all_impls() {
   return {entry<twa>(),       entry<twa_spin>(),   entry<ticket>(),
           entry<posix>(),     entry<std_sem>(),    entry<std_mutex>(),
-          entry<absl_mutex>(), entry<tessera_mutex>()};
+          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
+          entry<rw_absl>(),   entry<rw_tessera>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`
@@ -370,6 +413,11 @@ int main(int argc, char** argv) {
     if (has("tessera::mutex", t) && has("std::mutex", t))
       std::printf("  T=%-3d tessera::mutex / std::mutex   = %8.2fx  (target >= 1.0)\n", t,
                   results["tessera::mutex"][t] / results["std::mutex"][t]);
+  }
+  for (int t : threads) {
+    if (has("rw:tessera::shared_mutex", t) && has("rw:std::shared_mutex", t))
+      std::printf("  T=%-3d rw:tessera / rw:std::shared_mutex = %6.2fx  (target >= 2.0)\n", t,
+                  results["rw:tessera::shared_mutex"][t] / results["rw:std::shared_mutex"][t]);
   }
   for (int t : threads) {
     if (has("twa", t) && has("sem_t", t) && t > static_cast<int>(cores))
