@@ -1,0 +1,318 @@
+/* SPIN model of tessera::shared_timed_mutex (sync/tessera/shared_timed_mutex.h,
+ * sync/shared_timed_mutex.cpp): the distributed reader indicator (slots) met
+ * Dekker-style by a barging writer that drains it, the queue of parked waiters
+ * under a spin lock, hand-off, timed withdrawal, and try_lock's undo.
+ *
+ * Processes: NR readers and NW writers, ROUNDS acquisitions each. Reader 1
+ * leaves through another slot than it entered (a fiber that migrated between
+ * workers). Even-numbered processes may time out wherever a timed call can
+ * (queued, or a writer draining); the last writer uses try_lock in its first
+ * round. Whether an unlock hands off (the 1 ms fairness timer) is left to the
+ * model checker: every choice is explored. Each statement is atomic, as the
+ * seq_cst RMWs and loads of the implementation are; readers_inside() reads the
+ * slots one at a time, as the code does.
+ *
+ * Checked:
+ *  - mutual exclusion: never a writer inside with anyone else inside;
+ *  - no lost wake-up: every process terminates (invalid end states);
+ *  - at the end: state word clear, queue empty, slots sum to 0.
+ */
+#ifndef NR
+#define NR 2
+#endif
+#ifndef NW
+#define NW 2
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
+#define NP (NR + NW + 1)          /* process ids 1..NR+NW */
+
+bit W = 0;                        /* state_ WRITER */
+bit Q = 0;                        /* state_ QUEUED */
+short slot[2];                    /* the reader slots */
+byte drainer = 0;                 /* drainer_: 0 = none */
+bit lk = 0;                       /* lock_, the queue's spin lock */
+byte q[NP];                       /* the queue, FIFO, q[0] the head */
+byte qlen = 0;
+bit isshared[NP];
+byte mark[NP];                    /* park_node::woken */
+bit permit[NP];                   /* park/unpark permit */
+byte readers_in = 0;
+byte writers_in = 0;
+byte finished = 0;
+
+inline lock_q() { atomic { lk == 0 -> lk = 1 } }
+inline unlock_q() { lk = 0 }
+inline unpark(p) { permit[p] = 1 }
+
+inline push(p, front) {
+  if
+  :: front ->
+     j = qlen;
+     do
+     :: j > 0 -> q[j] = q[j - 1]; j--
+     :: else -> break
+     od;
+     q[0] = p
+  :: else -> q[qlen] = p
+  fi;
+  qlen++
+}
+
+inline remove(p) {   /* unlink p, wherever it is */
+  j = 0;
+  do
+  :: j < qlen && q[j] != p -> j++
+  :: else -> break
+  od;
+  assert(j < qlen);
+  do
+  :: j + 1 < qlen -> q[j] = q[j + 1]; j++
+  :: else -> break
+  od;
+  qlen--;
+  q[qlen] = 0
+}
+
+/* Writer's unlock_slow (and the undo of try_lock / a timed-out drain). */
+inline unlock_slow(me) {
+  assert(W == 1);
+  lock_q();
+  if
+  :: qlen == 0 -> atomic { W = 0; Q = 0 }; unlock_q()
+  :: else ->
+     if
+     :: handoff = 1
+     :: handoff = 0
+     fi;
+     nwoken = 0; fw = 0; keep = 0;
+     if
+     :: !isshared[q[0]] ->
+        woken[0] = q[0]; nwoken = 1; remove(woken[0]); keep = handoff
+     :: else ->
+        k = 0;
+        do
+        :: k < qlen ->
+           if
+           :: isshared[q[k]] ->
+              woken[nwoken] = q[k]; nwoken++; remove(q[k]);
+              if
+              :: handoff -> slot[0]++          /* counted in on its behalf */
+              :: else -> skip
+              fi
+           :: else ->
+              if
+              :: fw == 0 -> fw = q[k]; remove(fw)
+              :: else -> k++
+              fi
+           fi
+        :: else -> break
+        od
+     fi;
+     atomic {                                  /* the state CAS loop */
+       if
+       :: keep -> skip
+       :: else -> W = 0
+       fi;
+       Q = (qlen > 0)
+     };
+     k = 0;
+     do
+     :: k < nwoken ->
+        if
+        :: handoff -> mark[woken[k]] = 2
+        :: else -> mark[woken[k]] = 1
+        fi;
+        unpark(woken[k]);
+        k++
+     :: else -> break
+     od;
+     if
+     :: fw != 0 -> mark[fw] = 1; unpark(fw)
+     :: else -> skip
+     fi;
+     unlock_q()
+  fi
+}
+
+/* queue_behind_writer + await_taken: sets v to the mark, 0 timed out, 3 retry. */
+inline queue_and_wait(me, shared, requeue, may_time_out) {
+  lock_q();
+  atomic {                                     /* CAS QUEUED in while WRITER is set */
+    if
+    :: W == 1 -> Q = 1; ok = 1
+    :: else -> ok = 0
+    fi
+  };
+  if
+  :: ok ->
+     mark[me] = 0;
+     isshared[me] = shared;
+     push(me, requeue);
+     unlock_q();
+     do
+     :: mark[me] != 0 -> v = mark[me]; break
+     :: else ->
+        if
+        :: permit[me] == 1 -> permit[me] = 0    /* park returned */
+        :: may_time_out ->                      /* park_until timed out */
+           lock_q();
+           v = mark[me];
+           if
+           :: v == 0 -> remove(me); if :: qlen == 0 -> Q = 0 :: else -> skip fi
+           :: else -> skip
+           fi;
+           unlock_q();
+           break
+        fi
+     od
+  :: else -> unlock_q(); v = 3
+  fi
+}
+
+proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
+  byte v, j, r = 0;
+  bit requeue, got, ok;
+  do
+  :: r < ROUNDS ->
+     requeue = 0; got = 0;
+     do
+     :: W == 0 ->                               /* try_lock_shared */
+        slot[enter_slot]++;
+        if
+        :: W == 0 -> got = 1; break
+        :: else ->
+           slot[enter_slot]--;                  /* back_off */
+           if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
+        fi
+     :: W == 1 ->
+        if
+        :: may_time_out -> break                /* the deadline passed before queueing */
+        :: true ->
+           queue_and_wait(me, 1, requeue, may_time_out);
+           if
+           :: v == 0 -> break
+           :: v == 2 -> got = 1; break
+           :: v == 1 -> requeue = 1
+           :: v == 3 -> skip
+           fi
+        fi
+     od;
+     if
+     :: got ->
+        readers_in++;
+        assert(writers_in == 0);
+        readers_in--;
+        slot[leave_slot]--;                     /* unlock_shared */
+        if
+        :: W == 1 -> if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi;
+     r++
+  :: else -> break
+  od;
+  finished++
+}
+
+proctype Writer(byte me; bit may_time_out; bit try_first) {
+  byte v, j, k, fw, nwoken, r = 0;
+  byte woken[NP];
+  short sum;
+  bit requeue, got, handoff, keep, ok;
+  do
+  :: r < ROUNDS ->
+     requeue = 0; got = 0;
+     if
+     :: try_first && r == 0 ->                  /* try_lock */
+        atomic { if :: W == 0 -> W = 1; got = 1 :: else -> got = 0 fi };
+        if
+        :: got ->
+           sum = slot[0]; sum = sum + slot[1];
+           if
+           :: sum != 0 -> unlock_slow(me); got = 0
+           :: else -> skip
+           fi
+        :: else -> skip
+        fi;
+        goto done
+     :: else -> skip
+     fi;
+     do
+     :: atomic { W == 0 -> W = 1 }; goto drain  /* barge for WRITER */
+     :: W == 1 ->
+        if
+        :: may_time_out -> goto done
+        :: true ->
+           queue_and_wait(me, 0, requeue, may_time_out);
+           if
+           :: v == 0 -> goto done
+           :: v == 2 -> goto drain               /* handed WRITER */
+           :: v == 1 -> requeue = 1
+           :: v == 3 -> skip
+           fi
+        fi
+     od;
+drain:
+     do
+     :: sum = slot[0]; sum = sum + slot[1];
+        if
+        :: sum == 0 -> break
+        :: else ->
+           assert(sum > 0);
+           drainer = me;
+           sum = slot[0]; sum = sum + slot[1];
+           if
+           :: sum == 0 -> break
+           :: else ->
+              if
+              :: permit[me] == 1 -> permit[me] = 0
+              :: may_time_out ->
+                 sum = slot[0]; sum = sum + slot[1];
+                 if
+                 :: sum != 0 -> drainer = 0; unlock_slow(me); goto done
+                 :: else -> break
+                 fi
+              fi
+           fi
+        fi
+     od;
+     drainer = 0;
+     got = 1;
+done:
+     if
+     :: got ->
+        writers_in++;
+        assert(writers_in == 1 && readers_in == 0);
+        writers_in--;
+        if
+        :: atomic { W == 1 && Q == 0 -> W = 0 }  /* unlock fast path */
+        :: Q == 1 -> unlock_slow(me)
+        fi
+     :: else -> skip
+     fi;
+     r++
+  :: else -> break
+  od;
+  finished++
+}
+
+init {
+  atomic {
+    run Reader(1, 0, 1, 0);                      /* migrates: enters slot 0, leaves slot 1 */
+    if
+    :: NR > 1 -> run Reader(2, 1, 1, 1)
+    :: else -> skip
+    fi;
+    run Writer(NR + 1, 0, 0);
+    if
+    :: NW > 1 -> run Writer(NR + 2, 1, 1)
+    :: else -> skip
+    fi
+  };
+  finished == NR + NW;
+  assert(W == 0 && Q == 0 && qlen == 0 && lk == 0);
+  assert(slot[0] + slot[1] == 0)
+}
