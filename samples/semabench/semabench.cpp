@@ -130,6 +130,9 @@ struct rw_absl {
 struct rw_tessera : read_mostly<tessera::shared_mutex> {
   static constexpr const char* name = "rw:tessera::shared_mutex";
 };
+struct rw_preshing : read_mostly<tessera::preshing_shared_mutex> {
+  static constexpr const char* name = "rw:preshing_shared_mutex";
+};
 
 using clock_type = std::chrono::steady_clock;
 
@@ -226,7 +229,7 @@ std::vector<impl_entry> all_impls() {
   return {entry<twa>(),       entry<twa_spin>(),   entry<ticket>(),
           entry<posix>(),     entry<std_sem>(),    entry<std_mutex>(),
           entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
-          entry<rw_absl>(),   entry<rw_tessera>()};
+          entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`

@@ -5,9 +5,9 @@
 // Kept beside tessera::shared_mutex for comparison, not as the default: its
 // bouncers hand the lock over FIFO through semaphores, so under
 // oversubscription every write stalls all readers behind parked threads —
-// read-mostly with 8 threads on 2 cores measured ~700 ns per operation against
-// ~20 ns for the queue-based shared_mutex (shared_timed_mutex.h) and
-// std::shared_mutex. Same interface and contract as shared_mutex.
+// semabench's read-mostly loop (rw:*) with 8 threads on 2 cores: 1.2 M
+// iterations/s against 93 M for shared_mutex (shared_timed_mutex.h) and 32 M
+// for std::shared_mutex. Same interface and contract as shared_mutex.
 //
 // Box office: one 64-bit `status_` word of three 21-bit counts.
 //
