@@ -33,60 +33,20 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(const steady::time_point* deadline) {
-  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
-  unsigned spins = spin_budget;
-  steady::time_point since{};
-  bool requeue = false;
-  for (;;) {
-    if (!locked() && try_lock()) return true;  // barge
-    if (spins > 0) {  // threads: a short spin before queueing
-      --spins;
-      cpu_relax();
-      continue;
-    }
-    if (deadline != nullptr || !requeue) {
-      const auto now = steady::now();
-      if (deadline != nullptr && now >= *deadline) return false;
-      if (!requeue) since = now;
-    }
-
-    node n;
-    n.who = self();
-    n.since = since;
-    lock_queue();
-    std::uint32_t s = state_.load(std::memory_order_relaxed);
-    bool queued = false;
-    while ((s & kLocked) != 0) {
-      if ((s & kQueued) != 0 || state_.compare_exchange_weak(s, s | kQueued,
-                                                             std::memory_order_relaxed)) {
-        queued = true;
-        break;
-      }
-    }
-    if (!queued) {  // unlocked meanwhile: barge again
-      unlock_queue();
-      continue;
-    }
-    if (requeue) {  // a woken waiter that lost the race keeps its place: the front
-      queue_.push_front(n);
-    } else {
-      queue_.push_back(n);
-    }
-    unlock_queue();
-
-    // A waiter woken just as it timed out takes what it was given.
-    const int given = await_taken(n, deadline, queue_lock_, queue_, [this] {
-      if (queue_.empty()) state_.fetch_and(~kQueued, std::memory_order_relaxed);
-    });
-    if (given == 0) return false;  // timed out and left the queue
-    if (given == 2) {  // handed over: LOCKED is ours
-      note_owner();
-      return true;
-    }
-    state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
-    requeue = true;
-    spins = spin_budget;
-  }
+  const int got = barge_or_queue(
+      deadline, should_spin() ? kSpinBudget : 0, [this] { return !locked() && try_lock(); },
+      [&](steady::time_point since, bool requeue) {
+        node n;
+        n.who = self();
+        n.since = since;
+        // A waiter woken just as it timed out takes what it was given.
+        const int given = queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n,
+                                           requeue, deadline);
+        if (given == 1) state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
+        return given;
+      });
+  if (got == 2) note_owner();  // handed over: LOCKED is ours (a barge noted itself)
+  return got != 0;
 }
 
 void mutex_core::unlock_slow() {

@@ -60,88 +60,49 @@ void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s) noexcept {
   wake_drainer();
 }
 
-bool shared_timed_mutex::try_lock() {
+// WRITER in, if no writer has it: the readers inside are drained next.
+bool shared_timed_mutex::take_writer() noexcept {
   std::uint64_t s = state_.load(std::memory_order_relaxed);
   while ((s & kWriter) == 0) {
     if (state_.compare_exchange_weak(s, s | kWriter, std::memory_order_seq_cst,
                                      std::memory_order_relaxed)) {
-      if (readers_inside() == 0) return true;
-      unlock_slow();  // readers inside: give WRITER back (waking whoever queued behind it)
-      return false;
+      return true;
     }
   }
   return false;
 }
 
-// Queues `n` behind the current writer and parks until taken. Returns the mark
-// (0: timed out and left). Re-queued waiters (requeue) go back to the front.
-// Returns -1 without parking if WRITER cleared before the node was queued.
-namespace {
-template <class Node, class Lock>
-int queue_behind_writer(std::atomic<std::uint64_t>& state, std::uint64_t writer,
-                        std::uint64_t queued, Lock& lock, detail::park_list& queue, Node& n,
-                        bool requeue, const steady::time_point* deadline) {
-  lock.lock();
-  std::uint64_t s = state.load(std::memory_order_relaxed);
-  bool ok = false;
-  while ((s & writer) != 0) {
-    if ((s & queued) != 0 ||
-        state.compare_exchange_weak(s, s | queued, std::memory_order_relaxed)) {
-      ok = true;
-      break;
-    }
-  }
-  if (!ok) {  // the writer left meanwhile: try again
-    lock.unlock();
-    return -1;
-  }
-  if (requeue) {
-    queue.push_front(n);
-  } else {
-    queue.push_back(n);
-  }
-  lock.unlock();
-  return detail::await_taken(n, deadline, lock, queue, [&] {
-    if (queue.empty()) state.fetch_and(~queued, std::memory_order_relaxed);
-  });
+bool shared_timed_mutex::try_lock() {
+  if (!take_writer()) return false;
+  if (readers_inside() == 0) return true;
+  unlock_slow();  // readers inside: give WRITER back (waking whoever queued behind it)
+  return false;
 }
-}  // namespace
+
+// Barge, spin, queue behind the writer: detail::barge_or_queue, with this
+// lock's queueing step. Returns 1 barged in, 2 handed over, 0 timed out.
+template <class TryBarge>
+int shared_timed_mutex::wait_in_queue(bool shared, const steady::time_point* deadline,
+                                      TryBarge&& barge) {
+  return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
+                                [&](steady::time_point since, bool requeue) {
+                                  node n;
+                                  n.who = self();
+                                  n.shared = shared;
+                                  n.since = since;
+                                  return detail::queue_while_held(state_, kWriter, kQueued, lock_,
+                                                                  queue_, n, requeue, deadline);
+                                });
+}
 
 bool shared_timed_mutex::acquire(const steady::time_point* deadline) {
-  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
-  unsigned spins = spin_budget;
-  steady::time_point since{};
-  bool requeue = false;
-  for (;;) {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
-    while ((s & kWriter) == 0) {  // barge for WRITER, then wait for the readers
-      if (state_.compare_exchange_weak(s, s | kWriter, std::memory_order_seq_cst,
-                                       std::memory_order_relaxed)) {
-        return drain(deadline);
-      }
-    }
-    if (spins > 0) {
-      --spins;
-      detail::cpu_relax();
-      continue;
-    }
-    if (deadline != nullptr || !requeue) {
-      const auto now = steady::now();
-      if (deadline != nullptr && now >= *deadline) return false;
-      if (!requeue) since = now;
-    }
-    node n;
-    n.who = self();
-    n.shared = false;
-    n.since = since;
-    const int got = queue_behind_writer(state_, kWriter, kQueued, lock_, queue_, n, requeue, deadline);
-    if (got == 0) return false;
-    if (got == 2) return drain(deadline);  // handed WRITER
-    if (got == 1) {
-      requeue = true;
-      spins = spin_budget;
-    }
-  }
+  // Barged in or handed WRITER: either way, wait for the readers inside.
+  return wait_in_queue(false, deadline, [this] { return take_writer(); }) != 0 && drain(deadline);
+}
+
+bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
+  // Handed over: counted in by the writer that handed over.
+  return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) != 0;
 }
 
 bool shared_timed_mutex::drain(const steady::time_point* deadline) {
@@ -171,37 +132,6 @@ bool shared_timed_mutex::drain(const steady::time_point* deadline) {
   }
   drainer_.store(nullptr, std::memory_order_relaxed);
   return true;
-}
-
-bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
-  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
-  unsigned spins = spin_budget;
-  steady::time_point since{};
-  bool requeue = false;
-  for (;;) {
-    if (try_lock_shared()) return true;
-    if (spins > 0) {
-      --spins;
-      detail::cpu_relax();
-      continue;
-    }
-    if (deadline != nullptr || !requeue) {
-      const auto now = steady::now();
-      if (deadline != nullptr && now >= *deadline) return false;
-      if (!requeue) since = now;
-    }
-    node n;
-    n.who = self();
-    n.shared = true;
-    n.since = since;
-    const int got = queue_behind_writer(state_, kWriter, kQueued, lock_, queue_, n, requeue, deadline);
-    if (got == 0) return false;
-    if (got == 2) return true;  // counted in by the writer that handed over
-    if (got == 1) {
-      requeue = true;
-      spins = spin_budget;
-    }
-  }
 }
 
 void shared_timed_mutex::unlock_slow() {

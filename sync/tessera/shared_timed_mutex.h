@@ -160,8 +160,12 @@ class shared_timed_mutex {
     static_assert((kSlots & (kSlots - 1)) == 0);
     return slots_[detail::thread_slot_index() & (kSlots - 1)].readers;
   }
+  bool take_writer() noexcept;
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
+  template <class TryBarge>
+  int wait_in_queue(bool shared, const std::chrono::steady_clock::time_point* deadline,
+                    TryBarge&& barge);
   bool drain(const std::chrono::steady_clock::time_point* deadline);
   std::int64_t readers_inside() const noexcept;
   void back_off(std::atomic<std::int64_t>& mine) noexcept;

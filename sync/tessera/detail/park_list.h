@@ -1,11 +1,13 @@
 // tessera/detail/park_list.h — the intrusive FIFO of parked callers that every
 // queue-based bouncer shares (mutexes, reader-writer lock, condition variables),
-// and the park-until-taken loop with timed withdrawal.
+// the park-until-taken loop with timed withdrawal, and the barge-spin-queue
+// loop of the barging locks.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 
+#include "tessera/detail/cpu.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
@@ -100,6 +102,77 @@ int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadl
       }
       lock.unlock();
       return v;
+    }
+  }
+}
+
+/// The queueing step of the barging locks (mutex_core, shared_timed_mutex).
+/// Under `lock`: if `held` is still set in `state`, sets `queued` (only while
+/// `held` is set, so the holder's unlock is sure to see it) and links `n` — at
+/// the front for a re-queued waiter, who keeps its place — then parks until `n`
+/// is taken (await_taken; a waiter that leaves on timeout clears `queued` once
+/// the list is empty). Returns the mark, 0 after a timeout, or -1 at once if
+/// `held` cleared before `n` could be queued (the caller tries again).
+template <class Word, class Lock>
+int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
+                     park_node& n, bool requeue,
+                     const std::chrono::steady_clock::time_point* deadline) {
+  lock.lock();
+  Word s = state.load(std::memory_order_relaxed);
+  bool ok = false;
+  while ((s & held) != 0) {
+    if ((s & queued) != 0 ||
+        state.compare_exchange_weak(s, s | queued, std::memory_order_relaxed)) {
+      ok = true;
+      break;
+    }
+  }
+  if (!ok) {
+    lock.unlock();
+    return -1;
+  }
+  if (requeue) {
+    list.push_front(n);
+  } else {
+    list.push_back(n);
+  }
+  lock.unlock();
+  return await_taken(n, deadline, lock, list, [&] {
+    if (list.empty()) state.fetch_and(static_cast<Word>(~queued), std::memory_order_relaxed);
+  });
+}
+
+/// The waiting loop of the barging locks: `try_barge()`; else poll
+/// `spin_budget` times (OS threads; 0 for fibers); else `queue(since, requeue)`,
+/// which queues and parks (a queue_while_held call) and returns its result. A
+/// waiter woken to compete (mark 1) retries with a fresh spin budget and, if it
+/// loses, re-queues at the front; `since`, when it first queued, survives that
+/// (the fairness timer's measure). The deadline is checked only after a failed
+/// barge, so a woken waiter always retries before it gives up. Returns 1 when
+/// it barged in, 2 when it was handed the lock, 0 when the deadline passed.
+template <class TryBarge, class Queue>
+int barge_or_queue(const std::chrono::steady_clock::time_point* deadline, unsigned spin_budget,
+                   TryBarge&& try_barge, Queue&& queue) {
+  unsigned spins = spin_budget;
+  std::chrono::steady_clock::time_point since{};
+  bool requeue = false;
+  for (;;) {
+    if (try_barge()) return 1;
+    if (spins > 0) {
+      --spins;
+      cpu_relax();
+      continue;
+    }
+    if (deadline != nullptr || !requeue) {
+      const auto now = std::chrono::steady_clock::now();
+      if (deadline != nullptr && now >= *deadline) return 0;
+      if (!requeue) since = now;
+    }
+    const int got = queue(since, requeue);
+    if (got == 0 || got == 2) return got;
+    if (got == 1) {
+      requeue = true;
+      spins = spin_budget;
     }
   }
 }
