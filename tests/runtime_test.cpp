@@ -2,6 +2,7 @@
 // path of fibers, work stealing, remote wake-ups of sleeping workers, timers,
 // shutdown, stack overflow reporting.
 #include <tessera/runtime.h>
+#include <tessera/latch.h>
 #include <tessera/semaphore.h>
 
 #include <algorithm>
@@ -262,15 +263,22 @@ TEST(Scheduler, TimersFireInDeadlineOrder) {
     rt.run([&] {
       std::vector<fiber> fs;
       const int delays_ms[] = {40, 10, 30, 50, 20};
+      // Deadlines from one common start, set once every fiber is running: a
+      // fiber that starts late (TSan, a busy machine) must not shift its own.
+      latch started(std::size(delays_ms) + 1);
+      clock::time_point start{};
       for (int d : delays_ms) {
         fs.emplace_back([&, d] {
-          const auto start = clock::now();
-          this_fiber::sleep_for(std::chrono::milliseconds(d));
-          EXPECT_GE(clock::now() - start, std::chrono::milliseconds(d)) << "woke early";
+          started.arrive_and_wait();
+          const auto deadline = start + std::chrono::milliseconds(d);
+          this_fiber::sleep_until(deadline);
+          EXPECT_GE(clock::now(), deadline) << "woke early";
           std::lock_guard lock(mu);
           order.push_back(d);
         });
       }
+      start = clock::now();
+      started.arrive_and_wait();  // publishes `start` (latch: happens-before)
       for (auto& f : fs) f.join();
     });
     EXPECT_EQ(order, (std::vector<int>{10, 20, 30, 40, 50})) << workers << " workers";
