@@ -1,15 +1,91 @@
 // shared_timed_mutex (see tessera/shared_timed_mutex.h for the box office).
 #include "tessera/shared_timed_mutex.h"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <string>
 
 namespace tessera {
 namespace detail {
+namespace {
 
-std::uint32_t thread_slot_index_init() noexcept {
-  static std::atomic<std::uint32_t> next{0};
-  tls_slot_index = (next.fetch_add(1, std::memory_order_relaxed) & 0xFFFFu) + 1;  // never 0
-  return tls_slot_index;
+static_assert(kOwnedSlots < kReaderSlots && (kReaderSlots & (kReaderSlots - 1)) == 0 &&
+              kReaderSlots <= kSlotOwned);
+
+// The calling thread's slot code (0: none yet): index | kSlotOwned? | kAssigned.
+constexpr std::uint32_t kAssigned = 0x200;
+constinit thread_local std::uint32_t tls_reader_slot = 0;
+// Owned slot indices not held by a live thread (bit i: slot i is free).
+std::atomic<std::uint32_t> free_owned{(1u << kOwnedSlots) - 1};
+std::atomic<std::uint32_t> next_shared{0};
+
+long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+}  // namespace
+
+// Owned slots need sys_membarrier's expedited private barrier (Linux 4.14);
+// without it (old kernel, a seccomp filter) every thread counts with RMWs.
+bool owned_reader_slots_enabled() noexcept {
+  static const bool enabled = [] {
+    const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  }();
+  return enabled;
+}
+
+namespace {
+
+std::uint32_t shared_slot_code() noexcept {
+  const std::uint32_t shared = kReaderSlots - kOwnedSlots;
+  return kAssigned | (kOwnedSlots + next_shared.fetch_add(1, std::memory_order_relaxed) % shared);
+}
+
+// Gives the thread's owned slot back when the thread exits. Anything the thread
+// still does after that (other thread_local destructors) counts in a shared slot.
+struct owned_slot_lease {
+  std::uint32_t index;
+  ~owned_slot_lease() {
+    tls_reader_slot = shared_slot_code();
+    free_owned.fetch_or(1u << index, std::memory_order_release);
+  }
+};
+
+[[gnu::noinline]] std::uint32_t assign_reader_slot() noexcept {
+  std::uint32_t code = 0;
+  if (owned_reader_slots_enabled()) {
+    // The lowest free owned index, if any. acquire: the previous owner's last
+    // plain stores to slot i happen-before ours.
+    std::uint32_t free = free_owned.load(std::memory_order_relaxed);
+    while (free != 0) {
+      const auto i = static_cast<std::uint32_t>(__builtin_ctz(free));
+      if (free_owned.compare_exchange_weak(free, free & ~(1u << i), std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+        thread_local owned_slot_lease lease{i};
+        code = kAssigned | kSlotOwned | lease.index;
+        break;
+      }
+    }
+  }
+  if (code == 0) code = shared_slot_code();
+  tls_reader_slot = code;
+  return code;
+}
+
+}  // namespace
+
+std::uint32_t current_reader_slot() noexcept {
+  const std::uint32_t c = tls_reader_slot;
+  return c != 0 ? c : assign_reader_slot();
+}
+
+void flush_reader_counts() noexcept {
+  if (!owned_reader_slots_enabled()) return;  // no plain count-outs anywhere
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    misuse_abort("tessera::shared_timed_mutex: sys_membarrier failed after registration");
+  }
 }
 
 }  // namespace detail
@@ -55,8 +131,12 @@ void shared_timed_mutex::wake_drainer() noexcept {
 
 // A reader that counted itself in but found WRITER: count out again. The writer
 // may have seen the count and be waiting for it.
-void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s) noexcept {
-  s.fetch_sub(1, std::memory_order_seq_cst);
+void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
+  if ((slot_code & detail::kSlotOwned) != 0) {
+    s.store(s.load(std::memory_order_relaxed) - 1, std::memory_order_release);  // as unlock_shared
+  } else {
+    s.fetch_sub(1, std::memory_order_seq_cst);
+  }
   wake_drainer();
 }
 
@@ -121,6 +201,11 @@ bool shared_timed_mutex::drain(const steady::time_point* deadline) {
       continue;
     }
     drainer_.store(self(), std::memory_order_seq_cst);
+    // Asymmetric Dekker: a reader leaving through an owned slot stores its count
+    // and then loads state_ with no fence between. After this barrier, either
+    // its store is visible to the sum below, or its load comes after our WRITER
+    // and drainer_ and it unparks us. Once per park: rare, and a few µs.
+    detail::flush_reader_counts();
     if (readers_inside() == 0) break;
     if (deadline == nullptr) {
       park();
@@ -172,7 +257,8 @@ void shared_timed_mutex::unlock_slow() {
         woken.push_back(*p);
         if (handoff) {
           note_shared(1);
-          my_slot().fetch_add(1, std::memory_order_relaxed);  // published by the release below
+          // Counted in a shared slot (RMW): an owned one is its owner's alone.
+          slots_[detail::kOwnedSlots].readers.fetch_add(1, std::memory_order_relaxed);
         }
       } else if (first_writer == nullptr) {
         first_writer = static_cast<node*>(p);

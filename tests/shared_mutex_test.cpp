@@ -3,9 +3,12 @@
 #include <tessera/shared_mutex.h>
 
 #include <atomic>
+#include <latch>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
+#include <vector>
 
 #include "exec_env.h"
 #include "test_util.h"
@@ -33,13 +36,13 @@ void readers_hold_it_together(exec_kind kind) {
 }
 
 template <class M>
-void writers_exclude_everyone(exec_kind kind) {
+void writers_exclude_everyone(exec_kind kind, int callers = 6, int rounds = 3000) {
   watchdog dog("rw stress", 90s);
   M m;
   std::atomic<int> readers{0}, writers{0}, violations{0};
   long value = 0;  // written under the exclusive lock only: TSan checks it
-  run_all(kind, 6, [&](int id) {
-    for (int i = 0; i < 3000; ++i) {
+  run_all(kind, callers, [&](int id) {
+    for (int i = 0; i < rounds; ++i) {
       if ((i + id) % 5 == 0) {
         std::unique_lock lock(m);
         if (writers.fetch_add(1) != 0 || readers.load() != 0) violations.fetch_add(1);
@@ -58,7 +61,9 @@ void writers_exclude_everyone(exec_kind kind) {
     }
   });
   EXPECT_EQ(violations.load(), 0);
-  EXPECT_EQ(value, 6 * 3000 / 5);
+  EXPECT_EQ(value, callers * rounds / 5);
+  EXPECT_TRUE(m.try_lock()) << "a reader's count-out was lost";
+  m.unlock();
 }
 
 template <class M>
@@ -174,6 +179,57 @@ TEST_P(SharedMutexIn, TimedStressLeavesNothingBehind) {
   EXPECT_EQ(violations.load(), 0);
   EXPECT_TRUE(m.try_lock()) << "a timed-out caller left the lock blocked";
   m.unlock();
+}
+
+// More threads than owned slots: readers count out with plain stores (owned
+// slots) and RMWs (shared slots) side by side; writers park waiting for them.
+TEST(SharedMutex, OwnedAndSharedReaderSlotsTogether) {
+  writers_exclude_everyone<shared_mutex>(exec_kind::threads,
+                                         static_cast<int>(detail::kOwnedSlots) + 4, 400);
+}
+
+// Owned reader slots: one live thread per index, given back when it exits.
+TEST(SharedMutex, OwnedReaderSlotsAreExclusiveAndComeBack) {
+  constexpr int n = static_cast<int>(detail::kOwnedSlots) + 4;
+  auto batch = [] {
+    std::vector<std::uint32_t> codes(n);
+    std::latch alive(n);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < n; ++i) {
+      ts.emplace_back([&, i] {
+        codes[static_cast<std::size_t>(i)] = detail::current_reader_slot();
+        alive.arrive_and_wait();  // all alive at once: owned indices must differ
+      });
+    }
+    for (auto& t : ts) t.join();
+    return codes;
+  };
+  auto check = [](const std::vector<std::uint32_t>& codes) {
+    std::set<std::uint32_t> owned;
+    int shared = 0;
+    for (const std::uint32_t c : codes) {
+      const std::uint32_t index = c % detail::kReaderSlots;
+      if ((c & detail::kSlotOwned) != 0) {
+        EXPECT_LT(index, detail::kOwnedSlots);
+        EXPECT_TRUE(owned.insert(index).second) << "owned slot " << index << " dealt twice";
+      } else {
+        EXPECT_GE(index, detail::kOwnedSlots);
+        EXPECT_LT(index, detail::kReaderSlots);
+        ++shared;
+      }
+    }
+    EXPECT_GE(shared, 4);
+    return owned.size();
+  };
+  const std::size_t first = check(batch());
+  const std::size_t second = check(batch());
+  if (detail::owned_reader_slots_enabled()) {
+    EXPECT_GE(first, 1u);
+    EXPECT_EQ(second, first) << "exited threads did not give their owned slots back";
+  } else {
+    EXPECT_EQ(first, 0u);
+    EXPECT_EQ(second, 0u);
+  }
 }
 
 TEST(SharedMutex, TryLocksAndAdaptors) {

@@ -4,9 +4,10 @@
 // Box office: one state word for the writers, plus a reader indicator split
 // over kSlots cache-line-sized counters (a "distributed" or "big-reader"
 // indicator, as in Linux's percpu-rwsem and folly's SharedMutex): a reader
-// counts itself in its own thread's slot, so readers on different cores never
-// write the same cache line. Waiters park in a FIFO queue (on-stack nodes, park
-// façade) under a spin lock, which is what makes timeouts exact.
+// counts itself in its own thread's slot, so readers on different threads (up
+// to kOwnedSlots of them) never write the same cache line. Waiters park in a
+// FIFO queue (on-stack nodes, park façade) under a spin lock, which is what
+// makes timeouts exact.
 //
 //   state_  bit 63  WRITER   a writer holds the lock, or owns the right to it
 //                            and is draining the readers still inside
@@ -14,10 +15,17 @@
 //   slots_[i]                readers inside, counted where they entered (a fiber
 //                            that migrates may leave through another slot: only
 //                            the sum over all slots means anything)
+//     i < kOwnedSlots        owned: one live OS thread per index, process-wide
+//                            (the first threads to use any shared_mutex; an
+//                            index is given back when its thread exits). Only
+//                            the owner writes slot i, in every lock.
+//     i >= kOwnedSlots       shared: every other thread, dealt round-robin;
+//                            written with atomic RMWs only.
 //
-//   lock_shared     slot += 1, then load state_; WRITER clear: in. WRITER set:
-//                   slot -= 1 (waking a draining writer), spin (threads), queue.
-//   unlock_shared   slot -= 1; WRITER set: unpark the draining writer, if any.
+//   lock_shared     slot += 1 (RMW), then load state_; WRITER clear: in. WRITER
+//                   set: slot -= 1 (waking a draining writer), spin, queue.
+//   unlock_shared   slot -= 1 — on an owned slot a plain load and store, no RMW;
+//                   then WRITER set: unpark the draining writer, if any.
 //   lock            CAS WRITER in (even while QUEUED: barging), then drain: wait
 //                   until the slots sum to 0 (spin, then park as `drainer_`).
 //                   WRITER set: spin (threads), queue.
@@ -26,7 +34,16 @@
 //
 // The two sides meet Dekker-style (seq_cst): a reader increments its slot and
 // then reads state_; a writer sets WRITER and then reads the slots. At least one
-// of them sees the other, so a reader never enters under a writer.
+// of them sees the other, so a reader never enters under a writer. Leaving is
+// an asymmetric Dekker pair (as in liburcu): a reader's plain store to its owned
+// slot may still sit in its core's store buffer when it loads state_, so a
+// writer that is about to park waiting for readers first runs sys_membarrier
+// (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every core running one
+// of our threads) and only then re-reads the slots. Either a leaving reader's
+// store was before that barrier (the writer sees it) or its load of state_ is
+// after it (the reader sees WRITER and drainer_ and unparks the writer). The
+// barrier costs a few µs and runs only when a writer parks; where the kernel
+// lacks membarrier, no slot is owned and every count is an RMW.
 //
 // Preference and fairness: barging with eventual fairness, as tessera::mutex.
 // Readers never block a writer from taking WRITER (so a stream of readers cannot
@@ -39,9 +56,13 @@
 // convoyed there: read-mostly, 8 threads on 2 cores, 1.7 M iterations/s against
 // 40 M for std::shared_mutex.)
 //
-// Cost: an uncontended lock_shared/unlock_shared is two atomic RMWs on the
-// caller's own slot line plus a load of state_; lock() also reads kSlots lines.
-// sizeof is (kSlots + 1) cache lines: this lock is for read-mostly data.
+// Cost: an uncontended lock_shared/unlock_shared is one atomic RMW (two for a
+// thread without an owned slot) on the caller's own slot line, two loads of
+// state_ and two out-of-line calls (current_reader_slot); lock() also reads
+// kSlots lines. sizeof is (kSlots + 1) cache lines, about 2 KiB: this lock is
+// for read-mostly data shared by many threads — one per table, not one per
+// element (use tessera::mutex there). (semabench read-mostly, 2 cores: 16 slots
+// reached 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-2.6x.)
 //
 // Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
 // part), for fibers and OS threads mixed on one lock. try_lock_for/until and
@@ -66,20 +87,30 @@
 
 namespace tessera {
 namespace detail {
-/// A small number fixed per OS thread (dealt round-robin on first use): which
-/// reader slot the thread's readers use.
-std::uint32_t thread_slot_index_init() noexcept;
-inline constinit thread_local std::uint32_t tls_slot_index = 0;  // 0: not dealt yet
-inline std::uint32_t thread_slot_index() noexcept {
-  const std::uint32_t i = tls_slot_index;
-  return i != 0 ? i : thread_slot_index_init();
-}
+/// Reader-indicator slots per lock: kOwnedSlots owned ones, then shared ones.
+inline constexpr std::uint32_t kReaderSlots = 32;
+inline constexpr std::uint32_t kOwnedSlots = 24;
+/// Bit of current_reader_slot()'s result: the calling thread owns the slot.
+inline constexpr std::uint32_t kSlotOwned = 0x100;
+/// The calling OS thread's reader slot: the index in the low bits, plus
+/// kSlotOwned if the thread owns it (it alone writes that slot in every lock).
+/// Out of line and never inlined or analysed (noipa) on purpose: a fiber that
+/// parks may resume on another worker, so the thread-local read must happen
+/// afresh at each call, never be reused from before a park by the compiler.
+[[gnu::noipa]] std::uint32_t current_reader_slot() noexcept;
+/// Whether threads get owned slots (sys_membarrier is available). Fixed at
+/// the first call.
+bool owned_reader_slots_enabled() noexcept;
+/// Makes every count-out a thread did with a plain store (an owned slot)
+/// visible before it returns (sys_membarrier, PRIVATE_EXPEDITED). Called by a
+/// writer before it parks to wait for readers.
+void flush_reader_counts() noexcept;
 }  // namespace detail
 
 class shared_timed_mutex {
  public:
   /// Reader-indicator slots (each its own cache line).
-  static constexpr unsigned kSlots = 8;
+  static constexpr unsigned kSlots = detail::kReaderSlots;
   /// A waiter queued longer than this is handed the lock.
   static constexpr std::chrono::microseconds handoff_after{1000};
 
@@ -117,13 +148,14 @@ class shared_timed_mutex {
   /// Fails only if a writer holds the lock (or is draining readers to take it).
   bool try_lock_shared() noexcept {
     if ((state_.load(std::memory_order_relaxed) & kWriter) != 0) return false;
-    std::atomic<std::int64_t>& mine = my_slot();
-    mine.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t c = detail::current_reader_slot();
+    std::atomic<std::int64_t>& mine = slots_[c % kSlots].readers;
+    mine.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
     if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
       note_shared(1);
       return true;
     }
-    back_off(mine);
+    back_off(mine, c);
     return false;
   }
   template <class Rep, class Period>
@@ -139,7 +171,15 @@ class shared_timed_mutex {
   /// Precondition: held shared by the caller.
   void unlock_shared() {
     note_shared(-1);
-    my_slot().fetch_sub(1, std::memory_order_seq_cst);
+    const std::uint32_t c = detail::current_reader_slot();
+    std::atomic<std::int64_t>& mine = slots_[c % kSlots].readers;
+    if ((c & detail::kSlotOwned) != 0) {
+      // Only this thread writes this slot: a plain store, no RMW. A writer that
+      // would park waiting for it first flushes it (flush_reader_counts).
+      mine.store(mine.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    } else {
+      mine.fetch_sub(1, std::memory_order_seq_cst);
+    }
     if ((state_.load(std::memory_order_seq_cst) & kWriter) != 0) wake_drainer();
   }
 
@@ -155,11 +195,6 @@ class shared_timed_mutex {
     std::atomic<std::int64_t> readers{0};
   };
 
-  /// The calling thread's slot (threads are dealt slots round-robin).
-  std::atomic<std::int64_t>& my_slot() noexcept {
-    static_assert((kSlots & (kSlots - 1)) == 0);
-    return slots_[detail::thread_slot_index() & (kSlots - 1)].readers;
-  }
   bool take_writer() noexcept;
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
@@ -168,7 +203,7 @@ class shared_timed_mutex {
                     TryBarge&& barge);
   bool drain(const std::chrono::steady_clock::time_point* deadline);
   std::int64_t readers_inside() const noexcept;
-  void back_off(std::atomic<std::int64_t>& mine) noexcept;
+  void back_off(std::atomic<std::int64_t>& mine, std::uint32_t slot_code) noexcept;
   void wake_drainer() noexcept;
   void unlock_slow();
   void note_shared([[maybe_unused]] int delta) noexcept {
