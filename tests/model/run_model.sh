@@ -3,8 +3,8 @@
 # violation, invalid end state (lost wake-up) or incomplete search.
 #   tests/model/run_model.sh                      # wait_chain.pml: 2 waiters (seconds; ctest)
 #   tests/model/run_model.sh wait_chain --deep    # adds 3 waiters, bitstate (minutes)
-#   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 2 writers
-#                                                 # (2.8e7 states, ~40 s, 1.2 GB; ctest)
+#   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 2 writers,
+#                                                 # store buffers (9.6e7 states, ~3 min, 5 GB; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -23,10 +23,11 @@ check() {  # $1: label, rest: pan command line
 }
 model="${1:-wait_chain}"
 if [ "$model" = "shared_mutex" ]; then
-  # Two readers (one migrates between slots, one may time out) and two writers
-  # (one may time out and uses try_lock first), one round each: exhaustive.
+  # Two readers (both migrate between slots, one may time out; owned slots'
+  # count-outs sit in store buffers) and two writers (one may time out and uses
+  # try_lock first), one round each: exhaustive.
   spin -a "$here/shared_mutex.pml" > /dev/null
-  gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: 1.2 GB instead of ~4 GB
+  gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: about a third of the memory
   check "2 readers, 2 writers exhaustive" ./pan -m100000
   echo "shared_mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
   exit 0

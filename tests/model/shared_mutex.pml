@@ -3,9 +3,19 @@
  * Dekker-style by a barging writer that drains it, the queue of parked waiters
  * under a spin lock, hand-off, timed withdrawal, and try_lock's undo.
  *
+ * Slots: 0 and 1 are owned slots (threads A and B own them), 2 a shared one.
+ * An owned slot's count-out is a plain store: it goes into its thread's store
+ * buffer (buf[s], a pending delta) and reaches the slot whenever the Flusher
+ * process drains it; the owner's next RMW drains it too. A writer about to park
+ * runs membarrier, which drains every buffer at once. Counting in is an RMW
+ * (immediately visible); the writer's counting-in of handed-over readers uses
+ * the shared slot.
+ *
  * Processes: NR readers and NW writers, ROUNDS acquisitions each. Reader 1
- * leaves through another slot than it entered (a fiber that migrated between
- * workers). Even-numbered processes may time out wherever a timed call can
+ * enters through owned slot 0 and leaves through owned slot 1 (a fiber that
+ * migrated from thread A to B); reader 2 enters through owned slot 1 and
+ * leaves through the shared slot (it migrated to a thread without an owned
+ * slot). Even-numbered processes may time out wherever a timed call can
  * (queued, or a writer draining); the last writer uses try_lock in its first
  * round. Whether an unlock hands off (the 1 ms fairness timer) is left to the
  * model checker: every choice is explored. Each statement is atomic, as the
@@ -27,10 +37,14 @@
 #define ROUNDS 1
 #endif
 #define NP (NR + NW + 1)          /* process ids 1..NR+NW */
+#ifndef MEMBARRIER_BEFORE_PARK      /* -DMEMBARRIER_BEFORE_PARK=skip: the mutation */
+#define MEMBARRIER_BEFORE_PARK membarrier()
+#endif
 
 bit W = 0;                        /* state_ WRITER */
 bit Q = 0;                        /* state_ QUEUED */
-short slot[2];                    /* the reader slots */
+short slot[3];                    /* the reader slots: 0, 1 owned; 2 shared */
+short buf[2];                     /* owned slots' count-outs still in a store buffer */
 byte drainer = 0;                 /* drainer_: 0 = none */
 bit lk = 0;                       /* lock_, the queue's spin lock */
 byte q[NP];                       /* the queue, FIFO, q[0] the head */
@@ -41,6 +55,39 @@ bit permit[NP];                   /* park/unpark permit */
 byte readers_in = 0;
 byte writers_in = 0;
 byte finished = 0;
+
+#define OWNED(s) ((s) < 2)
+#define SUM_SLOTS() sum = slot[0]; sum = sum + slot[1]; sum = sum + slot[2]
+
+/* Count in: an RMW (on an owned slot by its owner, which drains its buffer). */
+inline count_in(s) {
+  atomic {
+    if
+    :: OWNED(s) -> slot[s] = slot[s] + buf[s] + 1; buf[s] = 0
+    :: else -> slot[s]++
+    fi
+  }
+}
+/* Count out: a plain store into the store buffer on an owned slot, else an RMW. */
+inline count_out(s) {
+  if
+  :: OWNED(s) -> buf[s]--
+  :: else -> slot[s]--
+  fi
+}
+/* sys_membarrier: every store buffer drained. */
+inline membarrier() {
+  atomic { slot[0] = slot[0] + buf[0]; buf[0] = 0; slot[1] = slot[1] + buf[1]; buf[1] = 0 }
+}
+
+/* Store buffers drain at any time, also while their thread is parked. */
+proctype Flusher() {
+end:
+  do
+  :: atomic { buf[0] != 0 -> slot[0] = slot[0] + buf[0]; buf[0] = 0 }
+  :: atomic { buf[1] != 0 -> slot[1] = slot[1] + buf[1]; buf[1] = 0 }
+  od
+}
 
 inline lock_q() { atomic { lk == 0 -> lk = 1 } }
 inline unlock_q() { lk = 0 }
@@ -98,7 +145,7 @@ inline unlock_slow(me) {
            :: isshared[q[k]] ->
               woken[nwoken] = q[k]; nwoken++; remove(q[k]);
               if
-              :: handoff -> slot[0]++          /* counted in on its behalf */
+              :: handoff -> slot[2]++          /* counted in on its behalf (shared slot) */
               :: else -> skip
               fi
            :: else ->
@@ -179,11 +226,11 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
      requeue = 0; got = 0;
      do
      :: W == 0 ->                               /* try_lock_shared */
-        slot[enter_slot]++;
+        count_in(enter_slot);
         if
         :: W == 0 -> got = 1; break
         :: else ->
-           slot[enter_slot]--;                  /* back_off */
+           count_out(enter_slot);               /* back_off */
            if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
         fi
      :: W == 1 ->
@@ -204,7 +251,7 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
         readers_in++;
         assert(writers_in == 0);
         readers_in--;
-        slot[leave_slot]--;                     /* unlock_shared */
+        count_out(leave_slot);                  /* unlock_shared */
         if
         :: W == 1 -> if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
         :: else -> skip
@@ -230,7 +277,7 @@ proctype Writer(byte me; bit may_time_out; bit try_first) {
         atomic { if :: W == 0 -> W = 1; got = 1 :: else -> got = 0 fi };
         if
         :: got ->
-           sum = slot[0]; sum = sum + slot[1];
+           SUM_SLOTS();
            if
            :: sum != 0 -> unlock_slow(me); got = 0
            :: else -> skip
@@ -257,20 +304,21 @@ proctype Writer(byte me; bit may_time_out; bit try_first) {
      od;
 drain:
      do
-     :: sum = slot[0]; sum = sum + slot[1];
+     :: SUM_SLOTS();
         if
         :: sum == 0 -> break
         :: else ->
            assert(sum > 0);
            drainer = me;
-           sum = slot[0]; sum = sum + slot[1];
+           MEMBARRIER_BEFORE_PARK;
+           SUM_SLOTS();
            if
            :: sum == 0 -> break
            :: else ->
               if
               :: permit[me] == 1 -> permit[me] = 0
               :: may_time_out ->
-                 sum = slot[0]; sum = sum + slot[1];
+                 SUM_SLOTS();
                  if
                  :: sum != 0 -> drainer = 0; unlock_slow(me); goto done
                  :: else -> break
@@ -301,9 +349,10 @@ done:
 
 init {
   atomic {
+    run Flusher();
     run Reader(1, 0, 1, 0);                      /* migrates: enters slot 0, leaves slot 1 */
     if
-    :: NR > 1 -> run Reader(2, 1, 1, 1)
+    :: NR > 1 -> run Reader(2, 1, 2, 1)         /* enters owned slot 1, leaves the shared one */
     :: else -> skip
     fi;
     run Writer(NR + 1, 0, 0);
@@ -314,5 +363,5 @@ init {
   };
   finished == NR + NW;
   assert(W == 0 && Q == 0 && qlen == 0 && lk == 0);
-  assert(slot[0] + slot[1] == 0)
+  assert(slot[0] + buf[0] + slot[1] + buf[1] + slot[2] == 0)
 }
