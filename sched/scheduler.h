@@ -180,6 +180,7 @@ class worker {
   post_action post_ = post_action::none;
   std::uint32_t tick_ = 0;
   std::uint32_t runnext_streak_ = 0;
+  std::uint64_t timers_checked_at_ = 0;  // cpu_ticks() at the last look at the clock
   waiter* thread_waiter_ = nullptr;
   std::vector<fiber_record*> fired_;
   std::vector<sched::stack_mem> stack_cache_;
