@@ -62,7 +62,7 @@
 // kSlots lines. sizeof is (kSlots + 1) cache lines, about 2 KiB: this lock is
 // for read-mostly data shared by many threads — one per table, not one per
 // element (use tessera::mutex there). (semabench read-mostly, 2 cores: 16 slots
-// reached 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-2.6x.)
+// reached 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-3.1x.)
 //
 // Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
 // part), for fibers and OS threads mixed on one lock. try_lock_for/until and
