@@ -132,11 +132,7 @@ void shared_timed_mutex::wake_drainer() noexcept {
 // A reader that counted itself in but found WRITER: count out again. The writer
 // may have seen the count and be waiting for it.
 void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
-  if ((slot_code & detail::kSlotOwned) != 0) {
-    s.store(s.load(std::memory_order_relaxed) - 1, std::memory_order_release);  // as unlock_shared
-  } else {
-    s.fetch_sub(1, std::memory_order_seq_cst);
-  }
+  count_out(s, slot_code);
   wake_drainer();
 }
 

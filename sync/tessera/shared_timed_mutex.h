@@ -172,14 +172,7 @@ class shared_timed_mutex {
   void unlock_shared() {
     note_shared(-1);
     const std::uint32_t c = detail::current_reader_slot();
-    std::atomic<std::int64_t>& mine = slots_[c % kSlots].readers;
-    if ((c & detail::kSlotOwned) != 0) {
-      // Only this thread writes this slot: a plain store, no RMW. A writer that
-      // would park waiting for it first flushes it (flush_reader_counts).
-      mine.store(mine.load(std::memory_order_relaxed) - 1, std::memory_order_release);
-    } else {
-      mine.fetch_sub(1, std::memory_order_seq_cst);
-    }
+    count_out(slots_[c % kSlots].readers, c);
     if ((state_.load(std::memory_order_seq_cst) & kWriter) != 0) wake_drainer();
   }
 
@@ -195,6 +188,17 @@ class shared_timed_mutex {
     std::atomic<std::int64_t> readers{0};
   };
 
+  /// One reader fewer in `s`, the caller's slot (`slot_code` from
+  /// current_reader_slot()).
+  static void count_out(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
+    if ((slot_code & detail::kSlotOwned) != 0) {
+      // Only this thread writes this slot: a plain store, no RMW. A writer that
+      // would park waiting for it first flushes it (flush_reader_counts).
+      s.store(s.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    } else {
+      s.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
   bool take_writer() noexcept;
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
