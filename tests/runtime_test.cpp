@@ -285,6 +285,30 @@ TEST(Scheduler, TimersFireInDeadlineOrder) {
   }
 }
 
+// Timers are looked at against the clock only every few µs of TSC ticks, not
+// at every pick: a sleeper must still wake on time while fibers on its worker
+// switch non-stop (the busy fibers would otherwise hold it off for 2 s).
+TEST(Scheduler, TimersFireWhileFibersKeepSwitching) {
+  Runtime rt({.workers = 1});
+  rt.run([] {
+    std::atomic<bool> woke{false};
+    const auto limit = clock::now() + 2s;
+    std::vector<fiber> busy;
+    for (int i = 0; i < 2; ++i) {
+      busy.emplace_back([&] {
+        while (!woke.load() && clock::now() < limit) this_fiber::yield();
+      });
+    }
+    const auto start = clock::now();
+    this_fiber::sleep_for(5ms);
+    const auto late = clock::now() - start - 5ms;
+    woke = true;
+    for (auto& f : busy) f.join();
+    EXPECT_GE(late, 0ms) << "woke early";
+    EXPECT_LT(late, 500ms) << "the timer waited for the busy fibers";
+  });
+}
+
 TEST(Scheduler, TimedParkTimesOutAndUnparkBeatsTheTimer) {
   Runtime rt({.workers = 1});
   rt.run([] {
