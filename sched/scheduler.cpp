@@ -32,6 +32,9 @@ constexpr std::uint32_t kRunnextLimit = 16;      // runnext picks in a row
 // fibers, one sleeping timer pending) on a VM.
 constexpr std::uint64_t kTimerCheckTicks = 4096;
 
+constexpr std::size_t kRecordCache = 256;        // per worker, then back to the pool
+constexpr std::size_t kStackCache = 256;
+
 // A cheap, monotonic-enough timestamp for rate limiting (not for deadlines).
 std::uint64_t cpu_ticks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,8 +43,6 @@ std::uint64_t cpu_ticks() noexcept {
   return static_cast<std::uint64_t>(steady::now().time_since_epoch().count());
 #endif
 }
-constexpr std::size_t kRecordCache = 256;        // per worker, then back to the pool
-constexpr std::size_t kStackCache = 256;
 
 constinit thread_local worker* tls_worker = nullptr;
 

@@ -66,52 +66,40 @@ void writers_exclude_everyone(exec_kind kind, int callers = 6, int rounds = 3000
   m.unlock();
 }
 
-template <class M>
-void writer_gets_in(exec_kind kind) {
-  watchdog dog("writer not starved", 60s);
+// Neither side starves: `hogs` callers keep taking the lock one way (`Hog`)
+// while one caller must get it the other way (`Get`) 20 times.
+template <class Hog, class Get, class M>
+void one_gets_in(exec_kind kind, const char* what, int hogs) {
+  watchdog dog(what, 60s);
   M m;
   std::atomic<bool> stop{false};
-  group readers(kind);
-  readers.spawn_n(3, [&](int) {
+  group hogging(kind);
+  hogging.spawn_n(hogs, [&](int) {
     while (!stop.load()) {
-      std::shared_lock lock(m);
-      yield_now();  // overlapping readers: the lock is never free of readers for long
+      Hog lock(m);
+      yield_now();  // overlapping holders: the lock is rarely free of them
     }
   });
-  group writer(kind);
-  writer.spawn([&] {
+  group getter(kind);
+  getter.spawn([&] {
     for (int i = 0; i < 20; ++i) {
-      std::unique_lock lock(m);
+      Get lock(m);
     }
     stop = true;
   });
-  writer.join();
-  readers.join();
+  getter.join();
+  hogging.join();
   SUCCEED();
 }
 
 template <class M>
+void writer_gets_in(exec_kind kind) {
+  one_gets_in<std::shared_lock<M>, std::unique_lock<M>, M>(kind, "writer not starved", 3);
+}
+
+template <class M>
 void readers_get_in(exec_kind kind) {
-  watchdog dog("readers not starved", 60s);
-  M m;
-  std::atomic<bool> stop{false};
-  group writers(kind);
-  writers.spawn_n(2, [&](int) {
-    while (!stop.load()) {
-      std::unique_lock lock(m);
-      yield_now();
-    }
-  });
-  group reader(kind);
-  reader.spawn([&] {
-    for (int i = 0; i < 20; ++i) {
-      std::shared_lock lock(m);
-    }
-    stop = true;
-  });
-  reader.join();
-  writers.join();
-  SUCCEED();
+  one_gets_in<std::unique_lock<M>, std::shared_lock<M>, M>(kind, "readers not starved", 2);
 }
 
 TEST_P(SharedMutexIn, ReadersHoldItTogether) { readers_hold_it_together<shared_mutex>(GetParam()); }

@@ -127,29 +127,15 @@ class boost_pool {
 };
 
 // ---- skynet -------------------------------------------------------------------------
-long tessera_skynet(long num, long size) {
+// The same code for both libraries: `Fiber` is tessera::fiber or bf::fiber.
+template <class Fiber>
+long skynet(long num, long size) {
   if (size == 1) return num;
   long sums[10];
-  tessera::fiber fs[10];
+  Fiber fs[10];
   const long sub = size / 10;
   for (long i = 0; i < 10; ++i) {
-    fs[i] = tessera::fiber([&sums, i, num, sub] { sums[i] = tessera_skynet(num + i * sub, sub); });
-  }
-  long total = 0;
-  for (long i = 0; i < 10; ++i) {
-    fs[i].join();
-    total += sums[i];
-  }
-  return total;
-}
-
-long boost_skynet(long num, long size) {
-  if (size == 1) return num;
-  long sums[10];
-  bf::fiber fs[10];
-  const long sub = size / 10;
-  for (long i = 0; i < 10; ++i) {
-    fs[i] = bf::fiber([&sums, i, num, sub] { sums[i] = boost_skynet(num + i * sub, sub); });
+    fs[i] = Fiber([&sums, i, num, sub] { sums[i] = skynet<Fiber>(num + i * sub, sub); });
   }
   long total = 0;
   for (long i = 0; i < 10; ++i) {
@@ -381,13 +367,13 @@ int main(int argc, char** argv) {
     tessera::Runtime rt({.workers = 2});
     const double t = median_of(runs, [&] {
       const auto t0 = steady::now();
-      check_skynet(rt.run([] { return tessera_skynet(0, 1000000); }));
+      check_skynet(rt.run([] { return skynet<tessera::fiber>(0, 1000000); }));
       return seconds_since(t0);
     });
     const double b = median_of(runs, [&] {
       return boost_pool::get().run([] {
         const auto t0 = steady::now();
-        check_skynet(boost_skynet(0, 1000000));
+        check_skynet(skynet<bf::fiber>(0, 1000000));
         return seconds_since(t0);
       });
     });

@@ -149,7 +149,7 @@ class shared_timed_mutex {
   bool try_lock_shared() noexcept {
     if ((state_.load(std::memory_order_relaxed) & kWriter) != 0) return false;
     const std::uint32_t c = detail::current_reader_slot();
-    std::atomic<std::int64_t>& mine = slots_[c % kSlots].readers;
+    std::atomic<std::int64_t>& mine = slot_of(c);
     mine.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
     if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
       note_shared(1);
@@ -172,7 +172,7 @@ class shared_timed_mutex {
   void unlock_shared() {
     note_shared(-1);
     const std::uint32_t c = detail::current_reader_slot();
-    count_out(slots_[c % kSlots].readers, c);
+    count_out(slot_of(c), c);
     if ((state_.load(std::memory_order_seq_cst) & kWriter) != 0) wake_drainer();
   }
 
@@ -188,6 +188,10 @@ class shared_timed_mutex {
     std::atomic<std::int64_t> readers{0};
   };
 
+  /// The slot a current_reader_slot() code names.
+  std::atomic<std::int64_t>& slot_of(std::uint32_t slot_code) noexcept {
+    return slots_[slot_code % kSlots].readers;
+  }
   /// One reader fewer in `s`, the caller's slot (`slot_code` from
   /// current_reader_slot()).
   static void count_out(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
