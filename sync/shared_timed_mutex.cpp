@@ -7,6 +7,13 @@
 
 #include <string>
 
+// The calling thread's reader-slot code (0: none yet): index | kSlotOwned? |
+// kAssigned. C linkage, because current_reader_slot() in the header reads it
+// by its symbol name from inline assembly.
+extern "C" {
+constinit thread_local std::uint32_t tessera_reader_slot_tls = 0;
+}
+
 namespace tessera {
 namespace detail {
 namespace {
@@ -14,14 +21,14 @@ namespace {
 static_assert(kOwnedSlots < kReaderSlots && (kReaderSlots & (kReaderSlots - 1)) == 0 &&
               kReaderSlots <= kSlotOwned);
 
-// The calling thread's slot code (0: none yet): index | kSlotOwned? | kAssigned.
 constexpr std::uint32_t kAssigned = 0x200;
-constinit thread_local std::uint32_t tls_reader_slot = 0;
 // Owned slot indices not held by a live thread (bit i: slot i is free).
 std::atomic<std::uint32_t> free_owned{(1u << kOwnedSlots) - 1};
 std::atomic<std::uint32_t> next_shared{0};
 
-long membarrier(int cmd) noexcept { return syscall(__NR_membarrier, cmd, 0, 0); }
+long membarrier(int cmd) noexcept {
+  return syscall(__NR_membarrier, cmd, 0, 0);
+}
 
 }  // namespace
 
@@ -48,7 +55,7 @@ std::uint32_t shared_slot_code() noexcept {
 struct owned_slot_lease {
   std::uint32_t index;
   ~owned_slot_lease() {
-    tls_reader_slot = shared_slot_code();
+    tessera_reader_slot_tls = shared_slot_code();
     free_owned.fetch_or(1u << index, std::memory_order_release);
   }
 };
@@ -70,14 +77,14 @@ struct owned_slot_lease {
     }
   }
   if (code == 0) code = shared_slot_code();
-  tls_reader_slot = code;
+  tessera_reader_slot_tls = code;
   return code;
 }
 
 }  // namespace
 
-std::uint32_t current_reader_slot() noexcept {
-  const std::uint32_t c = tls_reader_slot;
+std::uint32_t current_reader_slot_call() noexcept {
+  const std::uint32_t c = tessera_reader_slot_tls;
   return c != 0 ? c : assign_reader_slot();
 }
 
@@ -114,13 +121,20 @@ shared_timed_mutex::~shared_timed_mutex() {
 }
 
 void shared_timed_mutex::shared_underflow() const noexcept {
-  detail::misuse_abort((std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
+  detail::misuse_abort(
+      (std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
 }
 
+// Readers inside: entered minus left, over all slots. The `left` counts are read
+// first: both only grow, so a count-in and count-out that land between the two
+// passes can only make the result too high (the writer waits a little longer),
+// never too low.
 std::int64_t shared_timed_mutex::readers_inside() const noexcept {
-  std::int64_t sum = 0;
-  for (const slot& s : slots_) sum += s.readers.load(std::memory_order_seq_cst);
-  return sum;
+  std::int64_t left = 0;
+  for (const slot& s : slots_) left += s.left.load(std::memory_order_seq_cst);
+  std::int64_t entered = 0;
+  for (const slot& s : slots_) entered += s.entered.load(std::memory_order_seq_cst);
+  return entered - left;
 }
 
 void shared_timed_mutex::wake_drainer() noexcept {
@@ -131,9 +145,32 @@ void shared_timed_mutex::wake_drainer() noexcept {
 
 // A reader that counted itself in but found WRITER: count out again. The writer
 // may have seen the count and be waiting for it.
-void shared_timed_mutex::back_off(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
+void shared_timed_mutex::back_off(slot& s, std::uint32_t slot_code) noexcept {
   count_out(s, slot_code);
   wake_drainer();
+}
+
+// The first reader that owns a slot biases the lock to its thread; a reader
+// without an owned slot leaves it unbiased (its slot is not its own).
+void shared_timed_mutex::take_bias(std::uint32_t slot_code) noexcept {
+  if ((slot_code & detail::kSlotOwned) == 0) return;
+  std::uint32_t expected = kUnbiased;
+  bias_.compare_exchange_strong(expected, slot_code, std::memory_order_seq_cst,
+                                std::memory_order_relaxed);
+}
+
+// Called by the writer holding WRITER, before it reads the slots. If the lock is
+// biased to another thread, that thread may count in with a plain store still in
+// its store buffer: revoke the bias for good and run the membarrier. After it,
+// either the biased reader's count-in is visible to our sum, or its load of
+// state_ comes after the barrier and sees WRITER (it backs off); and its later
+// reads see kBiasRevoked and use RMWs. The biased thread itself needs neither:
+// its own earlier stores are in its program order.
+void shared_timed_mutex::revoke_foreign_bias() noexcept {
+  const std::uint32_t b = bias_.load(std::memory_order_seq_cst);
+  if (b == kUnbiased || b == kBiasRevoked || b == detail::current_reader_slot()) return;
+  bias_.store(kBiasRevoked, std::memory_order_seq_cst);
+  detail::flush_reader_counts();
 }
 
 // WRITER in, if no writer has it: the readers inside are drained next.
@@ -150,6 +187,7 @@ bool shared_timed_mutex::take_writer() noexcept {
 
 bool shared_timed_mutex::try_lock() {
   if (!take_writer()) return false;
+  revoke_foreign_bias();
   if (readers_inside() == 0) return true;
   unlock_slow();  // readers inside: give WRITER back (waking whoever queued behind it)
   return false;
@@ -182,6 +220,7 @@ bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
 }
 
 bool shared_timed_mutex::drain(const steady::time_point* deadline) {
+  revoke_foreign_bias();
   unsigned spins = should_spin() ? kDrainSpinBudget : 0;
   for (;;) {
     const std::int64_t inside = readers_inside();
@@ -218,7 +257,8 @@ bool shared_timed_mutex::drain(const steady::time_point* deadline) {
 void shared_timed_mutex::unlock_slow() {
 #if TESSERA_CHECKS
   if ((state_.load(std::memory_order_relaxed) & kWriter) == 0) {
-    detail::misuse_abort((std::string(type_) + "::unlock: the lock is not held exclusively").c_str());
+    detail::misuse_abort(
+        (std::string(type_) + "::unlock: the lock is not held exclusively").c_str());
   }
 #endif
   lock_.lock();
@@ -254,7 +294,7 @@ void shared_timed_mutex::unlock_slow() {
         if (handoff) {
           note_shared(1);
           // Counted in a shared slot (RMW): an owned one is its owner's alone.
-          slots_[detail::kOwnedSlots].readers.fetch_add(1, std::memory_order_relaxed);
+          slots_[detail::kOwnedSlots].entered.fetch_add(1, std::memory_order_relaxed);
         }
       } else if (first_writer == nullptr) {
         first_writer = static_cast<node*>(p);
@@ -268,8 +308,8 @@ void shared_timed_mutex::unlock_slow() {
   do {
     next = keep_writer ? s : (s & ~kWriter);
     next = queue_.empty() ? (next & ~kQueued) : (next | kQueued);
-  } while (!state_.compare_exchange_weak(s, next, std::memory_order_seq_cst,
-                                         std::memory_order_relaxed));
+  } while (
+      !state_.compare_exchange_weak(s, next, std::memory_order_seq_cst, std::memory_order_relaxed));
   // Mark under lock_ (a timed-out waiter that finds its node unmarked under the
   // lock knows it is still queued), and unpark at once: a node dies as soon as
   // its owner sees the mark.

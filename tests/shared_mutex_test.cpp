@@ -102,22 +102,42 @@ void readers_get_in(exec_kind kind) {
   one_gets_in<std::unique_lock<M>, std::shared_lock<M>, M>(kind, "readers not starved", 2);
 }
 
-TEST_P(SharedMutexIn, ReadersHoldItTogether) { readers_hold_it_together<shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, WritersExcludeEveryone) { writers_exclude_everyone<shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) { writer_gets_in<shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) { readers_get_in<shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, PreshingReadersShare) { readers_hold_it_together<preshing_shared_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, ReadersHoldItTogether) {
+  readers_hold_it_together<shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, WritersExcludeEveryone) {
+  writers_exclude_everyone<shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, AWriterGetsInWhileReadersKeepReading) {
+  writer_gets_in<shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, ReadersGetInWhileWritersKeepWriting) {
+  readers_get_in<shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, PreshingReadersShare) {
+  readers_hold_it_together<preshing_shared_mutex>(GetParam());
+}
 TEST_P(SharedMutexIn, PreshingWritersExcludeEveryone) {
   writers_exclude_everyone<preshing_shared_mutex>(GetParam());
 }
-TEST_P(SharedMutexIn, PreshingAWriterGetsIn) { writer_gets_in<preshing_shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, PreshingReadersGetIn) { readers_get_in<preshing_shared_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, TimedReadersShare) { readers_hold_it_together<shared_timed_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, PreshingAWriterGetsIn) {
+  writer_gets_in<preshing_shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, PreshingReadersGetIn) {
+  readers_get_in<preshing_shared_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, TimedReadersShare) {
+  readers_hold_it_together<shared_timed_mutex>(GetParam());
+}
 TEST_P(SharedMutexIn, TimedWritersExcludeEveryone) {
   writers_exclude_everyone<shared_timed_mutex>(GetParam());
 }
-TEST_P(SharedMutexIn, TimedAWriterGetsIn) { writer_gets_in<shared_timed_mutex>(GetParam()); }
-TEST_P(SharedMutexIn, TimedReadersGetIn) { readers_get_in<shared_timed_mutex>(GetParam()); }
+TEST_P(SharedMutexIn, TimedAWriterGetsIn) {
+  writer_gets_in<shared_timed_mutex>(GetParam());
+}
+TEST_P(SharedMutexIn, TimedReadersGetIn) {
+  readers_get_in<shared_timed_mutex>(GetParam());
+}
 
 TEST_P(SharedMutexIn, TimedAcquisitionsTimeOutNeverEarly) {
   shared_timed_mutex m;
@@ -218,6 +238,50 @@ TEST(SharedMutex, OwnedReaderSlotsAreExclusiveAndComeBack) {
     EXPECT_EQ(first, 0u);
     EXPECT_EQ(second, 0u);
   }
+}
+
+// Reader bias: the first reader with an owned slot biases a fresh lock to its
+// thread, which then counts in with plain stores; the first write by another
+// thread revokes the bias (membarrier), racing the biased reader's count-ins.
+// A fresh lock per round, so every round races a revocation. The reader's
+// critical section only loads (no RMW that would drain its store buffer and
+// hide a missing barrier); the writer writes two words it must see equal.
+// The SPIN model (model_shared_mutex) checks the same protocol exhaustively.
+TEST(SharedMutex, BiasedReaderAndRevokingWriterExclude) {
+  watchdog dog("bias revocation", 60s);
+  const auto until = std::chrono::steady_clock::now() + 1500ms;
+  int rounds = 0;
+  for (; rounds < 2000 && std::chrono::steady_clock::now() < until; ++rounds) {
+    shared_mutex m;
+    std::atomic<long> a{0}, b{0};
+    std::atomic<bool> stop{false};
+    std::atomic<long> torn{0};
+    std::latch biased(2);
+    std::thread reader([&] {
+      { std::shared_lock first(m); }  // takes the bias
+      biased.arrive_and_wait();
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::shared_lock r(m);
+        for (int k = 0; k < 16; ++k) {  // long enough for an overlap to show
+          const long x = a.load(std::memory_order_relaxed);
+          const long y = b.load(std::memory_order_relaxed);
+          if (x != y) torn.store(1, std::memory_order_relaxed);
+        }
+      }
+    });
+    biased.arrive_and_wait();
+    for (long w = 1; w <= 100; ++w) {
+      std::unique_lock lock(m);  // the first one revokes the bias
+      a.store(w, std::memory_order_relaxed);
+      b.store(w, std::memory_order_relaxed);
+    }
+    stop.store(true);
+    reader.join();
+    ASSERT_EQ(torn.load(), 0) << "a reader saw a write in progress (round " << rounds << ")";
+    ASSERT_TRUE(m.try_lock()) << "the lock is not free after round " << rounds;
+    m.unlock();
+  }
+  EXPECT_GE(rounds, 20);
 }
 
 TEST(SharedMutex, TryLocksAndAdaptors) {

@@ -12,9 +12,12 @@
 //   state_  bit 63  WRITER   a writer holds the lock, or owns the right to it
 //                            and is draining the readers still inside
 //           bit 62  QUEUED   the queue may be non-empty: unlock() looks at it
-//   slots_[i]                readers inside, counted where they entered (a fiber
-//                            that migrates may leave through another slot: only
-//                            the sum over all slots means anything)
+//   bias_                    0: not biased yet; 1: revoked, for good; else the
+//                            slot code of the one thread the lock is biased to
+//   slots_[i]   entered      readers that counted in here  } both only grow;
+//               left         readers that counted out here } inside = sum of
+//                            entered - sum of left over all slots (a fiber that
+//                            migrates may leave through another slot)
 //     i < kOwnedSlots        owned: one live OS thread per index, process-wide
 //                            (the first threads to use any shared_mutex; an
 //                            index is given back when its thread exits). Only
@@ -22,28 +25,46 @@
 //     i >= kOwnedSlots       shared: every other thread, dealt round-robin;
 //                            written with atomic RMWs only.
 //
-//   lock_shared     slot += 1 (RMW), then load state_; WRITER clear: in. WRITER
-//                   set: slot -= 1 (waking a draining writer), spin, queue.
-//   unlock_shared   slot -= 1 — on an owned slot a plain load and store, no RMW;
+//   lock_shared     biased to us: entered += 1 as a plain store; else take the
+//                   bias if nobody has, entered += 1 (RMW). Then load state_;
+//                   WRITER clear: in (a biased reader that finds the bias
+//                   revoked meanwhile fences and looks again). WRITER set:
+//                   left += 1 (waking a draining writer), spin, queue.
+//   unlock_shared   left += 1 — on an owned slot a plain load and store, no RMW;
 //                   then WRITER set: unpark the draining writer, if any.
-//   lock            CAS WRITER in (even while QUEUED: barging), then drain: wait
-//                   until the slots sum to 0 (spin, then park as `drainer_`).
-//                   WRITER set: spin (threads), queue.
+//   lock            CAS WRITER in (even while QUEUED: barging), revoke a bias
+//                   held by another thread, then drain: wait until inside is 0
+//                   (spin, then park as `drainer_`). WRITER set: spin, queue.
 //   unlock          clear WRITER; QUEUED: wake the head of the queue — a writer,
 //                   or every queued reader — to compete again.
 //
-// The two sides meet Dekker-style (seq_cst): a reader increments its slot and
-// then reads state_; a writer sets WRITER and then reads the slots. At least one
-// of them sees the other, so a reader never enters under a writer. Leaving is
-// an asymmetric Dekker pair (as in liburcu): a reader's plain store to its owned
-// slot may still sit in its core's store buffer when it loads state_, so a
-// writer that is about to park waiting for readers first runs sys_membarrier
+// The two sides meet Dekker-style (seq_cst): a reader counts in and then reads
+// state_; a writer sets WRITER and then reads the slots (every `left`, then
+// every `entered`: counts landing between the two passes can only make the sum
+// too high). At least one of them sees the other, so a reader never enters
+// under a writer. Plain stores make the pair asymmetric (as in liburcu): such a
+// store may still sit in its core's store buffer when the reader loads state_,
+// so the writer supplies the fence, with sys_membarrier
 // (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every core running one
-// of our threads) and only then re-reads the slots. Either a leaving reader's
-// store was before that barrier (the writer sees it) or its load of state_ is
-// after it (the reader sees WRITER and drainer_ and unparks the writer). The
-// barrier costs a few µs and runs only when a writer parks; where the kernel
-// lacks membarrier, no slot is owned and every count is an RMW.
+// of our threads), a few µs:
+//   - Leaving (owned slot): a writer about to park waiting for readers first
+//     runs the barrier and re-reads the slots. Either the reader's store was
+//     before the barrier (the writer sees it) or its load of state_ is after it
+//     (it sees WRITER and drainer_ and unparks the writer).
+//   - Entering (bias): reader bias as in biased locking (Kawachiya et al.) and
+//     BRAVO (Dice & Kogan): the first reader with an owned slot biases the lock
+//     to its thread, which then counts in with a plain store and no fence — a
+//     read costs no RMW at all. The first writer from any other thread revokes
+//     the bias for good and runs the barrier before reading the slots: the
+//     biased reader's count-in is visible, or it sees WRITER and backs off. A
+//     biased reader that read the bias before the revocation but stored after
+//     the barrier re-reads bias_ after state_ and, finding it revoked, fences
+//     and re-reads state_ (later writers run no barrier). The biased thread's
+//     own writes need no barrier: its stores are in its program order.
+// The SPIN model tests/model/shared_mutex.pml checks both pairs with per-thread
+// FIFO store buffers, and catches each barrier or re-check left out. Where the
+// kernel lacks membarrier, no slot is owned, nothing is biased and every count
+// is an RMW.
 //
 // Preference and fairness: barging with eventual fairness, as tessera::mutex.
 // Readers never block a writer from taking WRITER (so a stream of readers cannot
@@ -56,13 +77,16 @@
 // convoyed there: read-mostly, 8 threads on 2 cores, 1.7 M iterations/s against
 // 40 M for std::shared_mutex.)
 //
-// Cost: an uncontended lock_shared/unlock_shared is one atomic RMW (two for a
-// thread without an owned slot) on the caller's own slot line, two loads of
-// state_ and two out-of-line calls (current_reader_slot); lock() also reads
-// kSlots lines. sizeof is (kSlots + 1) cache lines, about 2 KiB: this lock is
-// for read-mostly data shared by many threads — one per table, not one per
-// element (use tessera::mutex there). (semabench read-mostly, 2 cores: 16 slots
-// reached 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-3.1x.)
+// Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
+// atomic RMW at all: plain loads and stores to the caller's own slot line and
+// three loads of the state_ line; on another thread with an owned slot one RMW
+// (two without one). lock() also reads 2 x kSlots words, and the first write
+// by a thread other than the biased one runs one membarrier. sizeof is
+// (kSlots + 1) cache lines, about 2 KiB: this lock is for read-mostly data
+// shared by many threads — one per table, not one per element (use
+// tessera::mutex there). (semabench read-mostly, 2 cores: 16 slots reached
+// 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-3.1x; the bias took
+// one thread from 1.4-1.7x to 2.2-2.5x.)
 //
 // Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
 // part), for fibers and OS threads mixed on one lock. try_lock_for/until and
@@ -92,12 +116,30 @@ inline constexpr std::uint32_t kReaderSlots = 32;
 inline constexpr std::uint32_t kOwnedSlots = 24;
 /// Bit of current_reader_slot()'s result: the calling thread owns the slot.
 inline constexpr std::uint32_t kSlotOwned = 0x100;
+/// current_reader_slot()'s out-of-line form (and its first-call path, which
+/// assigns the thread a slot). Never inlined or analysed (noipa): see below.
+[[gnu::noipa]] std::uint32_t current_reader_slot_call() noexcept;
 /// The calling OS thread's reader slot: the index in the low bits, plus
 /// kSlotOwned if the thread owns it (it alone writes that slot in every lock).
-/// Out of line and never inlined or analysed (noipa) on purpose: a fiber that
-/// parks may resume on another worker, so the thread-local read must happen
-/// afresh at each call, never be reused from before a park by the compiler.
-[[gnu::noipa]] std::uint32_t current_reader_slot() noexcept;
+/// A fiber that parks may resume on another worker, so the thread-local must be
+/// read afresh at each call; a compiler may reuse a thread-local's address from
+/// before a call, so a plain `thread_local` read will not do. On x86-64 the read
+/// is one volatile asm load (initial-exec TLS, with a memory clobber so it
+/// cannot move across a park); elsewhere an out-of-line noipa call.
+inline std::uint32_t current_reader_slot() noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  std::uint32_t c;
+  asm volatile(
+      "movq tessera_reader_slot_tls@gottpoff(%%rip), %%rax\n\t"
+      "movl %%fs:(%%rax), %0"
+      : "=r"(c)
+      :
+      : "rax", "memory");
+  if (c != 0) [[likely]]
+    return c;
+#endif
+  return current_reader_slot_call();
+}
 /// Whether threads get owned slots (sys_membarrier is available). Fixed at
 /// the first call.
 bool owned_reader_slots_enabled() noexcept;
@@ -135,8 +177,8 @@ class shared_timed_mutex {
   /// Precondition: held exclusively by the caller.
   void unlock() {
     std::uint64_t s = state_.load(std::memory_order_relaxed);
-    if (s == kWriter &&
-        state_.compare_exchange_strong(s, 0, std::memory_order_release, std::memory_order_relaxed)) {
+    if (s == kWriter && state_.compare_exchange_strong(s, 0, std::memory_order_release,
+                                                       std::memory_order_relaxed)) {
       return;
     }
     unlock_slow();
@@ -149,11 +191,34 @@ class shared_timed_mutex {
   bool try_lock_shared() noexcept {
     if ((state_.load(std::memory_order_relaxed) & kWriter) != 0) return false;
     const std::uint32_t c = detail::current_reader_slot();
-    std::atomic<std::int64_t>& mine = slot_of(c);
-    mine.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
-    if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
-      note_shared(1);
-      return true;
+    slot& mine = slot_of(c);
+    if (bias_.load(std::memory_order_relaxed) == c) {
+      // Biased to this thread: count in with a plain store, no RMW, no fence
+      // (the other half of the pair is a revoking writer's membarrier). The
+      // signal fence only keeps the compiler from sinking the store past the load.
+      mine.entered.store(mine.entered.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      if ((state_.load(std::memory_order_acquire) & kWriter) == 0) {
+        // Still biased: the revoking writer's membarrier is still to come, and
+        // orders us. Revoked since we looked: its membarrier may have run before
+        // our store, and later writers run none, so fence ourselves (a seq_cst
+        // RMW of our own count: a full fence, and one TSan understands) and
+        // look again.
+        if (bias_.load(std::memory_order_relaxed) == c ||
+            (mine.entered.fetch_add(0, std::memory_order_seq_cst),
+             (state_.load(std::memory_order_seq_cst) & kWriter) == 0)) {
+          note_shared(1);
+          return true;
+        }
+      }
+    } else {
+      if (bias_.load(std::memory_order_relaxed) == kUnbiased) take_bias(c);
+      mine.entered.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
+      if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
+        note_shared(1);
+        return true;
+      }
     }
     back_off(mine, c);
     return false;
@@ -183,26 +248,33 @@ class shared_timed_mutex {
  private:
   static constexpr std::uint64_t kWriter = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kQueued = std::uint64_t{1} << 62;
+  /// bias_ values besides a slot code: not biased yet, and never again.
+  static constexpr std::uint32_t kUnbiased = 0;
+  static constexpr std::uint32_t kBiasRevoked = 1;
   struct node;
+  /// One reader-indicator slot: readers that entered and left through it, both
+  /// only ever growing. Two words, not one count, so that a thread's count-in
+  /// and count-out are not one chain of store-to-load forwarding.
   struct alignas(64) slot {
-    std::atomic<std::int64_t> readers{0};
+    std::atomic<std::int64_t> entered{0};
+    std::atomic<std::int64_t> left{0};
   };
 
   /// The slot a current_reader_slot() code names.
-  std::atomic<std::int64_t>& slot_of(std::uint32_t slot_code) noexcept {
-    return slots_[slot_code % kSlots].readers;
-  }
-  /// One reader fewer in `s`, the caller's slot (`slot_code` from
+  slot& slot_of(std::uint32_t slot_code) noexcept { return slots_[slot_code % kSlots]; }
+  /// One reader out through `s`, the caller's slot (`slot_code` from
   /// current_reader_slot()).
-  static void count_out(std::atomic<std::int64_t>& s, std::uint32_t slot_code) noexcept {
+  static void count_out(slot& s, std::uint32_t slot_code) noexcept {
     if ((slot_code & detail::kSlotOwned) != 0) {
       // Only this thread writes this slot: a plain store, no RMW. A writer that
       // would park waiting for it first flushes it (flush_reader_counts).
-      s.store(s.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+      s.left.store(s.left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     } else {
-      s.fetch_sub(1, std::memory_order_seq_cst);
+      s.left.fetch_add(1, std::memory_order_seq_cst);
     }
   }
+  void take_bias(std::uint32_t slot_code) noexcept;
+  void revoke_foreign_bias() noexcept;
   bool take_writer() noexcept;
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
@@ -211,7 +283,7 @@ class shared_timed_mutex {
                     TryBarge&& barge);
   bool drain(const std::chrono::steady_clock::time_point* deadline);
   std::int64_t readers_inside() const noexcept;
-  void back_off(std::atomic<std::int64_t>& mine, std::uint32_t slot_code) noexcept;
+  void back_off(slot& mine, std::uint32_t slot_code) noexcept;
   void wake_drainer() noexcept;
   void unlock_slow();
   void note_shared([[maybe_unused]] int delta) noexcept {
@@ -222,7 +294,8 @@ class shared_timed_mutex {
   [[noreturn]] void shared_underflow() const noexcept;
 
   std::atomic<std::uint64_t> state_{0};
-  std::atomic<waiter*> drainer_{nullptr};  // the writer waiting for readers to leave
+  std::atomic<std::uint32_t> bias_{kUnbiased};  // the biased thread's slot code
+  std::atomic<waiter*> drainer_{nullptr};       // the writer waiting for readers to leave
   detail::spin_lock lock_;
   detail::park_list queue_;                            // guarded by lock_
   std::chrono::steady_clock::time_point next_fair_{};  // guarded by lock_

@@ -3,8 +3,10 @@
 # violation, invalid end state (lost wake-up) or incomplete search.
 #   tests/model/run_model.sh                      # wait_chain.pml: 2 waiters (seconds; ctest)
 #   tests/model/run_model.sh wait_chain --deep    # adds 3 waiters, bitstate (minutes)
-#   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 2 writers,
-#                                                 # store buffers (9.6e7 states, ~3 min, 5 GB; ctest)
+#   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 1 writer, store
+#                                                 # buffers, bias; 3 configurations and their
+#                                                 # mutations (~4 min, 4 GB; ctest)
+#   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -23,12 +25,49 @@ check() {  # $1: label, rest: pan command line
 }
 model="${1:-wait_chain}"
 if [ "$model" = "shared_mutex" ]; then
-  # Two readers (both migrate between slots, one may time out; owned slots'
-  # count-outs sit in store buffers) and two writers (one may time out and uses
-  # try_lock first), one round each: exhaustive.
-  spin -a "$here/shared_mutex.pml" > /dev/null
-  gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: about a third of the memory
-  check "2 readers, 2 writers exhaustive" ./pan -m100000
+  # Two readers (both migrate between slots, one may time out; plain stores sit
+  # in per-thread FIFO store buffers) and one writer, one round each unless
+  # said. Each configuration exhaustive; each mutation must be caught.
+  run() {  # $1: label, $2: "pass" or "fail", rest: spin -D options
+    local label="$1" want="$2"; shift 2
+    spin "$@" -a "$here/shared_mutex.pml" > /dev/null
+    gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: about a third of the memory
+    if [ "$want" = pass ]; then
+      check "$label" ./pan -m100000
+    else
+      local out
+      out="$(./pan -m100000 2>&1 || true)"
+      if echo "$out" | grep -qE 'errors: [1-9]'; then
+        echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
+      else
+        echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
+      fi
+    fi
+  }
+  # Unbiased start: the first reader takes the bias; the writer may time out.
+  run "bias taken, writer may time out (1e7 states)" pass -DNW=1 -DBIAS0=0 -DW1_MAY_TIME_OUT=1
+  # (A writer that cannot time out: one that may always wakes up in the end.)
+  run "mutation: no membarrier before a writer parks" fail -DNW=1 -DBIAS0=0 \
+      -DMEMBARRIER_BEFORE_PARK=skip
+  # Biased to reader 1's thread: the writer revokes (try_lock first, may time out).
+  run "revocation, try_lock, timeouts (2e6 states)" pass -DNW=1 -DBIAS0=2 -DW1_MAY_TIME_OUT=1 \
+      -DW1_TRY_FIRST=1
+  run "mutation: revocation without membarrier" fail -DNW=1 -DBIAS0=2 -DW1_MAY_TIME_OUT=1 \
+      -DW1_TRY_FIRST=1 -DREVOKE_BARRIER=skip
+  # A revocation landing between a biased reader's look at the bias and its
+  # store, then a second write, which runs no membarrier: the reader's re-check.
+  # One-entry store buffers and a two-step sum keep it to 8e7 states (~3 min, 4 GB).
+  run "revocation in flight, writer's 2 rounds (8e7 states)" pass -DNW=1 -DWROUNDS=2 -DBIAS0=2 \
+      -DCAP=1 -DCOARSE_SUM
+  run "mutation: no re-check of the bias" fail -DNW=1 -DWROUNDS=2 -DBIAS0=2 -DCAP=1 -DCOARSE_SUM \
+      -DRECHECK_BIAS=0
+  # --deep: two writers (hand-off between writers, try_lock's undo under a
+  # queued writer), bitstate: over 2e8 states, too many to store here.
+  if [ "${2:-}" = "--deep" ]; then
+    spin -DNW=2 -DBIAS0=2 -DCAP=1 -DCOARSE_SUM -a "$here/shared_mutex.pml" > /dev/null
+    gcc -O2 -DSAFETY -DBITSTATE -o pan pan.c
+    check "2 readers, 2 writers bitstate" ./pan -m100000 -w34
+  fi
   echo "shared_mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
   exit 0
 fi

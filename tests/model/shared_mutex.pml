@@ -4,20 +4,32 @@
  * under a spin lock, hand-off, timed withdrawal, and try_lock's undo.
  *
  * Slots: 0 and 1 are owned slots (threads A and B own them), 2 a shared one.
- * An owned slot's count-out is a plain store: it goes into its thread's store
- * buffer (buf[s], a pending delta) and reaches the slot whenever the Flusher
- * process drains it; the owner's next RMW drains it too. A writer about to park
- * runs membarrier, which drains every buffer at once. Counting in is an RMW
- * (immediately visible); the writer's counting-in of handed-over readers uses
- * the shared slot.
+ * Each slot is two growing counters, ent (entered) and lft (left); a writer's
+ * readers_inside() reads every lft first, then every ent, one at a time.
+ * Plain stores (an owned slot's count-out; a biased thread's count-in) go into
+ * their thread's store buffer, a FIFO of up to CAP pending increments (sb[],
+ * sbn[]), and reach the slot in order whenever the Flusher process drains the
+ * head; any RMW by the thread drains its whole buffer first, as x86's locked
+ * instructions do. A writer about to park runs membarrier, which drains every
+ * buffer at once. Counting in without the bias is an RMW (immediately
+ * visible); the writer's counting-in of handed-over readers uses the shared
+ * slot.
+ *
+ * Bias: the first reader entering through an owned slot CASes bias from 0 to
+ * its thread (2 + slot); from then on that thread counts in with a plain store.
+ * A writer (threads C, D: never the biased thread) that finds the lock biased
+ * revokes it (bias = 1, for good) and runs membarrier before reading the slots
+ * (-DREVOKE_BARRIER=skip, the mutation, loses mutual exclusion).
  *
  * Processes: NR readers and NW writers, ROUNDS acquisitions each. Reader 1
  * enters through owned slot 0 and leaves through owned slot 1 (a fiber that
  * migrated from thread A to B); reader 2 enters through owned slot 1 and
  * leaves through the shared slot (it migrated to a thread without an owned
- * slot). Even-numbered processes may time out wherever a timed call can
- * (queued, or a writer draining); the last writer uses try_lock in its first
- * round. Whether an unlock hands off (the 1 ms fairness timer) is left to the
+ * slot). Migrating drains the old thread's store buffer (the switch out runs
+ * locked instructions). Reader 2 may time out wherever a timed call can
+ * (queued); so may the first writer with -DW1_MAY_TIME_OUT=1 (queued, or
+ * draining), and it uses try_lock first with -DW1_TRY_FIRST=1; the second
+ * writer (NW=2) does both. run_model.sh lists the configurations CI checks. Whether an unlock hands off (the 1 ms fairness timer) is left to the
  * model checker: every choice is explored. Each statement is atomic, as the
  * seq_cst RMWs and loads of the implementation are; readers_inside() reads the
  * slots one at a time, as the code does.
@@ -25,7 +37,7 @@
  * Checked:
  *  - mutual exclusion: never a writer inside with anyone else inside;
  *  - no lost wake-up: every process terminates (invalid end states);
- *  - at the end: state word clear, queue empty, slots sum to 0.
+ *  - at the end: state word clear, queue empty, entered == left.
  */
 #ifndef NR
 #define NR 2
@@ -36,15 +48,41 @@
 #ifndef ROUNDS
 #define ROUNDS 1
 #endif
+#ifndef WROUNDS                     /* a writer's rounds */
+#define WROUNDS ROUNDS
+#endif
+#ifndef W1_MAY_TIME_OUT             /* the first writer: may time out, try_lock first */
+#define W1_MAY_TIME_OUT 0
+#endif
+#ifndef W1_TRY_FIRST
+#define W1_TRY_FIRST 0
+#endif
+#ifndef RECHECK_BIAS                /* -DRECHECK_BIAS=0: the mutation */
+#define RECHECK_BIAS 1
+#endif
 #define NP (NR + NW + 1)          /* process ids 1..NR+NW */
 #ifndef MEMBARRIER_BEFORE_PARK      /* -DMEMBARRIER_BEFORE_PARK=skip: the mutation */
 #define MEMBARRIER_BEFORE_PARK membarrier()
 #endif
+#ifndef REVOKE_BARRIER              /* -DREVOKE_BARRIER=skip: the mutation */
+#define REVOKE_BARRIER membarrier()
+#endif
+#ifndef CAP
+#define CAP 3                       /* store-buffer entries per thread */
+#endif
+#define IN 1                        /* store-buffer entry: ent[s] += 1 */
+#define OUT 2                       /*                      lft[s] += 1 */
 
 bit W = 0;                        /* state_ WRITER */
 bit Q = 0;                        /* state_ QUEUED */
-short slot[3];                    /* the reader slots: 0, 1 owned; 2 shared */
-short buf[2];                     /* owned slots' count-outs still in a store buffer */
+byte ent[3];                      /* the reader slots: 0, 1 owned; 2 shared */
+byte lft[3];
+byte sb[2 * CAP];                 /* thread s's store buffer: sb[s*CAP ..], oldest first */
+byte sbn[2];
+#ifndef BIAS0                       /* bias_ at the start: -DBIAS0=2, already biased to A */
+#define BIAS0 0
+#endif
+byte bias = BIAS0;                /* bias_: 0 none yet, 1 revoked, 2 + s thread s */
 byte drainer = 0;                 /* drainer_: 0 = none */
 bit lk = 0;                       /* lock_, the queue's spin lock */
 byte q[NP];                       /* the queue, FIFO, q[0] the head */
@@ -57,35 +95,90 @@ byte writers_in = 0;
 byte finished = 0;
 
 #define OWNED(s) ((s) < 2)
-#define SUM_SLOTS() sum = slot[0]; sum = sum + slot[1]; sum = sum + slot[2]
+/* readers_inside(): every lft first, then every ent, one load at a time; with
+ * -DCOARSE_SUM the lfts in one step and the ents in the next (fewer states). */
+#ifdef COARSE_SUM
+#define SUM_SLOTS() sum = 0 - lft[0] - lft[1] - lft[2]; sum = sum + ent[0] + ent[1] + ent[2]
+#else
+#define SUM_SLOTS() sum = 0 - lft[0]; sum = sum - lft[1]; sum = sum - lft[2]; \
+                    sum = sum + ent[0]; sum = sum + ent[1]; sum = sum + ent[2]
+#endif
 
-/* Count in: an RMW (on an owned slot by its owner, which drains its buffer). */
-inline count_in(s) {
+/* Thread t's oldest buffered store reaches memory. */
+inline flush_head(t) {
+  if
+  :: sb[t * CAP] == IN -> ent[t]++
+  :: else -> lft[t]++
+  fi;
+  i = 0;
+  do
+  :: i + 1 < sbn[t] -> sb[t * CAP + i] = sb[t * CAP + i + 1]; i++
+  :: else -> break
+  od;
+  sbn[t]--;
+  sb[t * CAP + sbn[t]] = 0
+}
+inline drain_buffer(t) {
+  do
+  :: sbn[t] > 0 -> flush_head(t)
+  :: else -> break
+  od
+}
+/* A plain store by thread t (owner of slot t): into its buffer; a full buffer stalls. */
+inline plain_store(t, kind) {
+  atomic { sbn[t] < CAP -> sb[t * CAP + sbn[t]] = kind; sbn[t]++ }
+}
+/* Count in with an RMW (the owner's drains its buffer first). */
+inline count_in_rmw(s) {
   atomic {
     if
-    :: OWNED(s) -> slot[s] = slot[s] + buf[s] + 1; buf[s] = 0
-    :: else -> slot[s]++
-    fi
+    :: OWNED(s) -> drain_buffer(s)
+    :: else -> skip
+    fi;
+    ent[s]++
   }
 }
-/* Count out: a plain store into the store buffer on an owned slot, else an RMW. */
+/* try_lock_shared's count-in: plain if the lock is biased to this thread; else
+ * take the bias if nobody has (an owned slot only), then an RMW. */
+inline count_in(s) {
+  if
+  :: OWNED(s) && bias == 2 + s -> plain_store(s, IN); plain = 1
+  :: else ->
+     plain = 0;
+     if
+     :: OWNED(s) && bias == 0 ->
+        atomic { drain_buffer(s); if :: bias == 0 -> bias = 2 + s :: else -> skip fi }
+     :: else -> skip
+     fi;
+     count_in_rmw(s)
+  fi
+}
+/* Count out: a plain store on an owned slot, else an RMW. */
 inline count_out(s) {
   if
-  :: OWNED(s) -> buf[s]--
-  :: else -> slot[s]--
+  :: OWNED(s) -> plain_store(s, OUT)
+  :: else -> lft[s]++
   fi
 }
 /* sys_membarrier: every store buffer drained. */
 inline membarrier() {
-  atomic { slot[0] = slot[0] + buf[0]; buf[0] = 0; slot[1] = slot[1] + buf[1]; buf[1] = 0 }
+  atomic { drain_buffer(0); drain_buffer(1) }
+}
+/* revoke_foreign_bias(), by a writer holding W (never the biased thread here). */
+inline revoke_bias() {
+  if
+  :: bias >= 2 -> bias = 1; REVOKE_BARRIER
+  :: else -> skip
+  fi
 }
 
 /* Store buffers drain at any time, also while their thread is parked. */
 proctype Flusher() {
+  byte i;
 end:
   do
-  :: atomic { buf[0] != 0 -> slot[0] = slot[0] + buf[0]; buf[0] = 0 }
-  :: atomic { buf[1] != 0 -> slot[1] = slot[1] + buf[1]; buf[1] = 0 }
+  :: atomic { sbn[0] > 0 -> flush_head(0) }
+  :: atomic { sbn[1] > 0 -> flush_head(1) }
   od
 }
 
@@ -145,7 +238,7 @@ inline unlock_slow(me) {
            :: isshared[q[k]] ->
               woken[nwoken] = q[k]; nwoken++; remove(q[k]);
               if
-              :: handoff -> slot[2]++          /* counted in on its behalf (shared slot) */
+              :: handoff -> ent[2]++           /* counted in on its behalf (shared slot) */
               :: else -> skip
               fi
            :: else ->
@@ -219,16 +312,23 @@ inline queue_and_wait(me, shared, requeue, may_time_out) {
 }
 
 proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
-  byte v, j, r = 0;
-  bit requeue, got, ok;
+  byte v, i, j, r = 0;
+  bit requeue, got, ok, plain;
   do
   :: r < ROUNDS ->
      requeue = 0; got = 0;
      do
      :: W == 0 ->                               /* try_lock_shared */
         count_in(enter_slot);
+        ok = (W == 0);
+        if                                      /* biased, but revoked since: fence, look again */
+        :: RECHECK_BIAS && ok && plain && bias != 2 + enter_slot ->
+           atomic { drain_buffer(enter_slot) };
+           ok = (W == 0)
+        :: else -> skip
+        fi;
         if
-        :: W == 0 -> got = 1; break
+        :: ok -> got = 1; break
         :: else ->
            count_out(enter_slot);               /* back_off */
            if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
@@ -251,6 +351,10 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
         readers_in++;
         assert(writers_in == 0);
         readers_in--;
+        if                                      /* migrating drains the old buffer */
+        :: leave_slot != enter_slot && OWNED(enter_slot) -> atomic { drain_buffer(enter_slot) }
+        :: else -> skip
+        fi;
         count_out(leave_slot);                  /* unlock_shared */
         if
         :: W == 1 -> if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
@@ -265,18 +369,19 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
 }
 
 proctype Writer(byte me; bit may_time_out; bit try_first) {
-  byte v, j, k, fw, nwoken, r = 0;
+  byte v, i, j, k, fw, nwoken, r = 0;
   byte woken[NP];
   short sum;
   bit requeue, got, handoff, keep, ok;
   do
-  :: r < ROUNDS ->
+  :: r < WROUNDS ->
      requeue = 0; got = 0;
      if
      :: try_first && r == 0 ->                  /* try_lock */
         atomic { if :: W == 0 -> W = 1; got = 1 :: else -> got = 0 fi };
         if
         :: got ->
+           revoke_bias();
            SUM_SLOTS();
            if
            :: sum != 0 -> unlock_slow(me); got = 0
@@ -303,6 +408,7 @@ proctype Writer(byte me; bit may_time_out; bit try_first) {
         fi
      od;
 drain:
+     revoke_bias();
      do
      :: SUM_SLOTS();
         if
@@ -348,6 +454,7 @@ done:
 }
 
 init {
+  byte i;
   atomic {
     run Flusher();
     run Reader(1, 0, 1, 0);                      /* migrates: enters slot 0, leaves slot 1 */
@@ -355,7 +462,7 @@ init {
     :: NR > 1 -> run Reader(2, 1, 2, 1)         /* enters owned slot 1, leaves the shared one */
     :: else -> skip
     fi;
-    run Writer(NR + 1, 0, 0);
+    run Writer(NR + 1, W1_MAY_TIME_OUT, W1_TRY_FIRST);
     if
     :: NW > 1 -> run Writer(NR + 2, 1, 1)
     :: else -> skip
@@ -363,5 +470,6 @@ init {
   };
   finished == NR + NW;
   assert(W == 0 && Q == 0 && qlen == 0 && lk == 0);
-  assert(slot[0] + buf[0] + slot[1] + buf[1] + slot[2] == 0)
+  membarrier();
+  assert(ent[0] + ent[1] + ent[2] == lft[0] + lft[1] + lft[2])
 }
