@@ -89,7 +89,7 @@ std::uint32_t current_reader_slot_call() noexcept {
 }
 
 void flush_reader_counts() noexcept {
-  if (!owned_reader_slots_enabled()) return;  // no plain count-outs anywhere
+  if (!owned_reader_slots_enabled()) return;  // no plain stores anywhere
   if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
     misuse_abort("tessera::shared_timed_mutex: sys_membarrier failed after registration");
   }

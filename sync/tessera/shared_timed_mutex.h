@@ -79,7 +79,7 @@
 //
 // Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
 // atomic RMW at all: plain loads and stores to the caller's own slot line and
-// three loads of the state_ line; on another thread with an owned slot one RMW
+// five loads of the state_/bias_ line; on another thread with an owned slot one RMW
 // (two without one). lock() also reads 2 x kSlots words, and the first write
 // by a thread other than the biased one runs one membarrier. sizeof is
 // (kSlots + 1) cache lines, about 2 KiB: this lock is for read-mostly data
@@ -143,9 +143,10 @@ inline std::uint32_t current_reader_slot() noexcept {
 /// Whether threads get owned slots (sys_membarrier is available). Fixed at
 /// the first call.
 bool owned_reader_slots_enabled() noexcept;
-/// Makes every count-out a thread did with a plain store (an owned slot)
-/// visible before it returns (sys_membarrier, PRIVATE_EXPEDITED). Called by a
-/// writer before it parks to wait for readers.
+/// Makes every count a thread stored plainly (an owned slot's count-out, a
+/// biased thread's count-in) visible before it returns (sys_membarrier,
+/// PRIVATE_EXPEDITED). Called by a writer before it parks to wait for readers,
+/// and by one that revokes a bias.
 void flush_reader_counts() noexcept;
 }  // namespace detail
 
@@ -192,33 +193,32 @@ class shared_timed_mutex {
     if ((state_.load(std::memory_order_relaxed) & kWriter) != 0) return false;
     const std::uint32_t c = detail::current_reader_slot();
     slot& mine = slot_of(c);
-    if (bias_.load(std::memory_order_relaxed) == c) {
+    const std::uint32_t b = bias_.load(std::memory_order_relaxed);
+    bool in;
+    if (b == c) {
       // Biased to this thread: count in with a plain store, no RMW, no fence
       // (the other half of the pair is a revoking writer's membarrier). The
       // signal fence only keeps the compiler from sinking the store past the load.
       mine.entered.store(mine.entered.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      if ((state_.load(std::memory_order_acquire) & kWriter) == 0) {
-        // Still biased: the revoking writer's membarrier is still to come, and
-        // orders us. Revoked since we looked: its membarrier may have run before
-        // our store, and later writers run none, so fence ourselves (a seq_cst
-        // RMW of our own count: a full fence, and one TSan understands) and
-        // look again.
-        if (bias_.load(std::memory_order_relaxed) == c ||
+      // Still biased: the revoking writer's membarrier is still to come, and
+      // orders us. Revoked since we looked: its membarrier may have run before
+      // our store, and later writers run none, so fence ourselves (a seq_cst
+      // RMW of our own count: a full fence, and one TSan understands) and look
+      // again.
+      in = (state_.load(std::memory_order_acquire) & kWriter) == 0 &&
+           (bias_.load(std::memory_order_relaxed) == c ||
             (mine.entered.fetch_add(0, std::memory_order_seq_cst),
-             (state_.load(std::memory_order_seq_cst) & kWriter) == 0)) {
-          note_shared(1);
-          return true;
-        }
-      }
+             (state_.load(std::memory_order_seq_cst) & kWriter) == 0));
     } else {
-      if (bias_.load(std::memory_order_relaxed) == kUnbiased) take_bias(c);
+      if (b == kUnbiased) take_bias(c);
       mine.entered.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
-      if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
-        note_shared(1);
-        return true;
-      }
+      in = (state_.load(std::memory_order_seq_cst) & kWriter) == 0;
+    }
+    if (in) {
+      note_shared(1);
+      return true;
     }
     back_off(mine, c);
     return false;
