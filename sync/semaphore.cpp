@@ -27,7 +27,8 @@ enum class spin_result { admitted, exhausted, timed_out };
 
 twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
     // Drop the low bits, which alignment makes zero, before they enter TWAHash.
-    : hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) * 0x9E37u) {
+    : hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) *
+                 0x9E37u) {
   if (desired < 0 || desired > max) {
     throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
                                 ">: initial count " + std::to_string(desired) +
@@ -65,8 +66,8 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
 
 bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline) {
   auto& cfg = twa_config();
-  const auto threshold = static_cast<std::int64_t>(
-      cfg.long_term_threshold.load(std::memory_order_relaxed));
+  const auto threshold =
+      static_cast<std::int64_t>(cfg.long_term_threshold.load(std::memory_order_relaxed));
   // Fibers do not spin: their park is a user-space switch, and spinning would
   // hold the worker the grant's holder may be waiting for (should_spin()).
   const bool spin = should_spin();
@@ -109,10 +110,15 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
     // Long-term: park on the "near" chain of ticket t until we come within the
     // threshold; the release that brings us there pokes exactly that chain.
     auto is_near = [this, t, threshold] {
-      return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) + threshold >
-             0;
+      return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) + threshold > 0;
     };
-    if (!chain_wait(chain_at(twa_hash_near(t)), is_near, deadline)) return cancel(t);
+    // Dekker pair with wake(): "RMW long_term_; LD grant" (in chain_wait's
+    // predicate) here against "RMW grant; LD long_term_" there, all seq_cst. A
+    // release that reads 0 and skips our near chain is seen by our predicate.
+    long_term_.fetch_add(1, std::memory_order_seq_cst);
+    const bool near = chain_wait(chain_at(twa_hash_near(t)), is_near, deadline);
+    long_term_.fetch_sub(1, std::memory_order_release);
+    if (!near) return cancel(t);
   }
 }
 
@@ -141,17 +147,20 @@ bool twa_semaphore::cancel(std::uint64_t t) {
   return false;
 }
 
-void twa_semaphore::wake(std::uint64_t old_grant, std::uint64_t n,
-                         std::uint64_t tickets) noexcept {
-  const auto threshold = static_cast<std::uint64_t>(
-      twa_config().long_term_threshold.load(std::memory_order_relaxed));
+void twa_semaphore::wake(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets) noexcept {
   // Admitted tickets [g, g+n): they may have parked after spinning.
   const std::uint64_t admit_end = std::min(old_grant + n, tickets);
-  // A long-term waiter that a release(n) admits outright is still on its near chain.
+  // Our caller advanced the grant with a seq_cst RMW: the other half of the
+  // Dekker pair in wait()'s long-term phase. Nobody long-term: no near chains.
+  const bool long_term = long_term_.load(std::memory_order_seq_cst) != 0;
   for (std::uint64_t k = old_grant; k < admit_end; ++k) {
     signal_chain_polite(chain_at(twa_hash(k)));
-    signal_chain_polite(chain_at(twa_hash_near(k)));
+    // A long-term waiter that a release(n) admits outright is still on its near chain.
+    if (long_term) signal_chain_polite(chain_at(twa_hash_near(k)));
   }
+  if (!long_term) return;
+  const auto threshold =
+      static_cast<std::uint64_t>(twa_config().long_term_threshold.load(std::memory_order_relaxed));
   // Successor(s)-of-successor: tickets that just came within the threshold
   // [max(g+n, g+L), g+n+L) move from long-term to short-term waiting.
   const std::uint64_t near_begin = std::max(old_grant + n, old_grant + threshold);

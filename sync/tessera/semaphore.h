@@ -116,7 +116,8 @@ class twa_semaphore {
   }
 
   void release(std::ptrdiff_t update, std::ptrdiff_t max) {
-    if (update < 0 || update > max) [[unlikely]] bad_update(update, max);
+    if (update < 0 || update > max) [[unlikely]]
+      bad_update(update, max);
     const auto n = static_cast<std::uint64_t>(update);
     if (max != std::numeric_limits<std::ptrdiff_t>::max()) check_headroom(n, max);
     const std::uint64_t g = grant_.fetch_add(n, std::memory_order_seq_cst);
@@ -171,6 +172,10 @@ class twa_semaphore {
   alignas(128) std::atomic<std::uint64_t> ticket_{0};
   std::atomic<std::uint64_t> grant_{0};
   std::atomic<std::uint32_t> cancelled_{0};  // tickets in cancelled_list_
+  // Waiters in the long-term phase (on a twa_hash_near chain). While it is 0 a
+  // release skips the near chains: no successor-of-successor poke, one chain
+  // touched per admitted ticket, not two (fibers never wait long-term).
+  std::atomic<std::uint32_t> long_term_{0};
   spin_lock cancel_lock_;
   std::uint32_t hash_base_;
   std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_
