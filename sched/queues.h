@@ -10,7 +10,18 @@
 #include <cstdint>
 #include <mutex>
 
+#include "tessera/detail/spin_lock.h"
+
 namespace tessera::sched {
+
+/// The OS thread's yield (sched_yield). The scheduler's own locks must never
+/// take the fiber path of yield_now(): they are held on a worker's scheduling path.
+void os_yield();
+
+/// The lock of the global FIFO: a spin lock (cheaper than std::mutex
+/// uncontended; the yield path crosses it twice per yield) that yields the OS
+/// thread when contended.
+using spin_mutex = detail::basic_spin_lock<&os_yield>;
 
 /// Chase & Lev's work-stealing deque ("Dynamic circular work-stealing deque",
 /// SPAA 2005) with the C11 orderings of Lê, Pop, Cohen & Zappa Nardelli (PPoPP
@@ -113,7 +124,7 @@ class mpsc_inbox {
   alignas(64) std::atomic<T*> head_{nullptr};
 };
 
-/// The runtime's global FIFO: a mutex around an intrusive list, with a size
+/// The runtime's global FIFO: a spin_mutex around an intrusive list, with a size
 /// hint so empty checks take no lock. Receives fibers that yield (so a yielding
 /// fiber goes behind everyone, as Go's Gosched does), deque overflow, and the
 /// root fiber.
@@ -144,7 +155,7 @@ class global_fifo {
   bool looks_empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
 
  private:
-  std::mutex mu_;
+  spin_mutex mu_;
   T* head_ = nullptr;
   T* tail_ = nullptr;
   std::atomic<std::size_t> size_{0};

@@ -3,6 +3,7 @@
 #include "scheduler.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@ constexpr std::uint32_t kRunnextLimit = 16;      // runnext picks in a row
 // fibers, one sleeping timer pending) on a VM.
 constexpr std::uint64_t kTimerCheckTicks = 4096;
 
-constexpr std::size_t kRecordCache = 256;        // per worker, then back to the pool
+constexpr std::size_t kRecordCache = 256;  // per worker, then back to the pool
 constexpr std::size_t kStackCache = 256;
 
 // A cheap, monotonic-enough timestamp for rate limiting (not for deadlines).
@@ -89,9 +90,8 @@ void futex_sleep(std::atomic<std::uint32_t>* word, std::uint32_t expected,
     ts.tv_nsec = static_cast<long>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(since - secs).count());
   }
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word),
-          FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected, deadline != nullptr ? &ts : nullptr,
-          nullptr, FUTEX_BITSET_MATCH_ANY);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+          expected, deadline != nullptr ? &ts : nullptr, nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
 void futex_wake_one(std::atomic<std::uint32_t>* word) {
@@ -110,7 +110,9 @@ inline int fenced_load(std::atomic<int>& v) noexcept {
 #endif
 }
 
-fiber_record* as_record(waiter& w) noexcept { return static_cast<fiber_record*>(w.context); }
+fiber_record* as_record(waiter& w) noexcept {
+  return static_cast<fiber_record*>(w.context);
+}
 
 // ---- the fiber path of the park façade ---------------------------------------
 void fiber_park(waiter& w) {
@@ -151,16 +153,20 @@ void fiber_unpark(waiter& w) noexcept {
   }
 }
 
-void fiber_yield(waiter&) { current_worker()->yield_current(); }
+void fiber_yield(waiter&) {
+  current_worker()->yield_current();
+}
 
 }  // namespace
 
-const park_ops fiber_park_ops{&fiber_park, &fiber_park_until, &fiber_unpark, &fiber_yield, "fiber",
-                              false};
+const park_ops fiber_park_ops{&fiber_park,  &fiber_park_until, &fiber_unpark,
+                              &fiber_yield, "fiber",           false};
 
 // Not inlined, not analysed: a fiber may migrate between workers across any
 // park, so the TLS read must happen afresh at every call.
-[[gnu::noipa]] worker* current_worker() noexcept { return tls_worker; }
+[[gnu::noipa]] worker* current_worker() noexcept {
+  return tls_worker;
+}
 
 void destroy_fls(std::vector<fls_entry>& map) noexcept {
   while (!map.empty()) {
@@ -171,8 +177,7 @@ void destroy_fls(std::vector<fls_entry>& map) noexcept {
 }
 
 // ---- worker --------------------------------------------------------------------
-worker::worker(runtime_impl& r, unsigned i)
-    : rt(r), index(i), steal_order_(r.topo.steal_order(i)) {
+worker::worker(runtime_impl& r, unsigned i) : rt(r), index(i), steal_order_(r.topo.steal_order(i)) {
   fired_.reserve(16);
 }
 
@@ -479,8 +484,9 @@ runtime_impl::runtime_impl(const runtime_options& o)
                                 " exceeds the limit of 4096");
   }
   if (opts.stack_size > (std::size_t{1} << 30)) {
-    throw std::invalid_argument("tessera::Runtime: stack_size = " + std::to_string(opts.stack_size) +
-                                " bytes exceeds the limit of 1 GiB");
+    throw std::invalid_argument(
+        "tessera::Runtime: stack_size = " + std::to_string(opts.stack_size) +
+        " bytes exceeds the limit of 1 GiB");
   }
   if (opts.idle_spin.count() < 0) {
     throw std::invalid_argument("tessera::Runtime: idle_spin must not be negative");
@@ -607,8 +613,9 @@ void runtime_impl::fire_timers(worker& w) {
     std::make_heap(timers.begin(), timers.end(), worker::later);
     stale_timers.store(0, std::memory_order_relaxed);
   }
-  next_deadline.store(timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
-                      std::memory_order_seq_cst);
+  next_deadline.store(
+      timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
+      std::memory_order_seq_cst);
   lock.unlock();
   w.push_fired(fired);
 }
@@ -680,3 +687,11 @@ void runtime_impl::run_root(fiber_task root) {
 }
 
 }  // namespace tessera::detail
+
+namespace tessera::sched {
+
+void os_yield() {
+  sched_yield();
+}
+
+}  // namespace tessera::sched
