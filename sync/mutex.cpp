@@ -40,9 +40,10 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
         n.who = self();
         n.since = since;
         // A waiter woken just as it timed out takes what it was given.
-        const int given = queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n,
-                                           requeue, deadline);
-        if (given == 1) state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
+        const int given =
+            queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, deadline);
+        if (given == 1)
+          state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
         return given;
       });
   if (got == 2) note_owner();  // handed over: LOCKED is ours (a barge noted itself)
@@ -63,22 +64,20 @@ void mutex_core::unlock_slow() {
   // timer): at most one hand-off per `handoff_after`, so a hand-off to a
   // sleeping thread — while nobody holds the lock yet nobody may take it —
   // costs little throughput.
-  const auto now = steady::now();
-  const bool handoff = now - n->since >= handoff_after && now >= next_fair_;
+  const bool handoff = fair_handoff_due(n->since, next_fair_, handoff_after);
   if (!handoff && (state_.load(std::memory_order_relaxed) & kWoken) != 0) {
     state_.fetch_and(~kLocked, std::memory_order_release);  // one wake-up in flight is enough
     unlock_queue();
     return;
   }
-  if (handoff) next_fair_ = now + handoff_after;
   queue_.unlink(*n);
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
     next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set
     next = queue_.empty() ? (next & ~kQueued) : (next | kQueued);
-  } while (!state_.compare_exchange_weak(s, next, std::memory_order_release,
-                                         std::memory_order_relaxed));
+  } while (
+      !state_.compare_exchange_weak(s, next, std::memory_order_release, std::memory_order_relaxed));
   // Dequeue and mark under the queue lock, so a timed-out waiter that finds
   // woken == 0 under the lock knows it is still queued.
   waiter* who = park_list::mark(*n, handoff ? 2 : 1);

@@ -268,11 +268,8 @@ void shared_timed_mutex::unlock_slow() {
     lock_.unlock();
     return;
   }
-  // Rate-limited fairness (as tessera::mutex): the head has waited long enough
-  // and no hand-off happened in the last handoff_after.
-  const auto now = steady::now();
-  const bool handoff = now - head->since >= handoff_after && now >= next_fair_;
-  if (handoff) next_fair_ = now + handoff_after;
+  // Rate-limited fairness, as tessera::mutex.
+  const bool handoff = detail::fair_handoff_due(head->since, next_fair_, handoff_after);
   const int mark = handoff ? 2 : 1;
   // Whom to wake: a writer at the head alone; otherwise every queued reader,
   // and the first queued writer too, to compete (readers never call unlock_slow:

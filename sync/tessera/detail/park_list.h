@@ -142,6 +142,20 @@ int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& loc
   });
 }
 
+/// The barging locks' rate-limited fairness (parking_lot's "be fair" timer):
+/// true if the queue's head, queued since `since`, has waited at least `after`
+/// and no hand-off happened in the last `after` (guarded, like `next_fair`, by
+/// the caller's queue lock); it then moves `next_fair` to now + `after`. So a
+/// lock hands over at most once per `after`.
+inline bool fair_handoff_due(std::chrono::steady_clock::time_point since,
+                             std::chrono::steady_clock::time_point& next_fair,
+                             std::chrono::microseconds after) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - since < after || now < next_fair) return false;
+  next_fair = now + after;
+  return true;
+}
+
 /// The waiting loop of the barging locks: `try_barge()`; else poll
 /// `spin_budget` times (OS threads; 0 for fibers); else `queue(since, requeue)`,
 /// which queues and parks (a queue_while_held call) and returns its result. A
