@@ -21,9 +21,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <atomic>
-#include <boost/fiber/all.hpp>
 #include <boost/fiber/algo/work_stealing.hpp>
+#include <boost/fiber/all.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -45,12 +46,22 @@ double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
 }
 
-template <class Fn>
-double median_of(int runs, Fn&& fn) {
-  std::vector<double> v;
-  for (int i = 0; i < runs; ++i) v.push_back(fn());
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// The median of `runs` calls of each fn. Each round calls every fn once, in
+// turn, so a slow stretch of a shared machine lands on Tessera and Boost.Fiber
+// alike and the ratios of one run stay fair while absolute figures drift.
+template <class... Fns>
+std::array<double, sizeof...(Fns)> medians_of(int runs, Fns&&... fns) {
+  std::array<std::vector<double>, sizeof...(Fns)> v;
+  for (int i = 0; i < runs; ++i) {
+    std::size_t k = 0;
+    ((v[k++].push_back(fns())), ...);
+  }
+  std::array<double, sizeof...(Fns)> out{};
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    std::sort(v[k].begin(), v[k].end());
+    out[k] = v[k][v[k].size() / 2];
+  }
+  return out;
 }
 
 // ---- Boost.Fiber harnesses -------------------------------------------------------
@@ -236,8 +247,12 @@ double tessera_yield(int n) {
   tessera::Runtime rt({.workers = 1});
   return rt.run([n] {
     const auto t0 = steady::now();
-    tessera::fiber a([n] { for (int i = 0; i < n; ++i) tessera::this_fiber::yield(); });
-    tessera::fiber b([n] { for (int i = 0; i < n; ++i) tessera::this_fiber::yield(); });
+    tessera::fiber a([n] {
+      for (int i = 0; i < n; ++i) tessera::this_fiber::yield();
+    });
+    tessera::fiber b([n] {
+      for (int i = 0; i < n; ++i) tessera::this_fiber::yield();
+    });
     a.join();
     b.join();
     return seconds_since(t0) * 1e9 / (2.0 * n);
@@ -245,8 +260,12 @@ double tessera_yield(int n) {
 }
 double boost_yield(int n) {
   const auto t0 = steady::now();
-  bf::fiber a([n] { for (int i = 0; i < n; ++i) boost::this_fiber::yield(); });
-  bf::fiber b([n] { for (int i = 0; i < n; ++i) boost::this_fiber::yield(); });
+  bf::fiber a([n] {
+    for (int i = 0; i < n; ++i) boost::this_fiber::yield();
+  });
+  bf::fiber b([n] {
+    for (int i = 0; i < n; ++i) boost::this_fiber::yield();
+  });
   a.join();
   b.join();
   return seconds_since(t0) * 1e9 / (2.0 * n);
@@ -319,7 +338,9 @@ void print_rows(const std::vector<row>& rows) {
   std::printf("\n%-24s %14s %14s %10s  %s\n", "benchmark", "tessera", "Boost.Fiber", "ratio",
               "unit / note");
   for (const auto& r : rows) {
-    const double ratio = r.boost <= 0 ? 0 : r.lower_is_better ? r.boost / r.tessera : r.tessera / r.boost;
+    const double ratio = r.boost <= 0        ? 0
+                         : r.lower_is_better ? r.boost / r.tessera
+                                             : r.tessera / r.boost;
     if (r.boost > 0) {
       std::printf("%-24s %14.4g %14.4g %9.2fx  %s%s\n", r.bench.c_str(), r.tessera, r.boost, ratio,
                   r.unit.c_str(), r.note.c_str());
@@ -328,7 +349,8 @@ void print_rows(const std::vector<row>& rows) {
                   r.unit.c_str(), r.note.c_str());
     }
   }
-  std::printf("ratio: how many times better Tessera is (time: Boost/Tessera; rate: Tessera/Boost)\n");
+  std::printf(
+      "ratio: how many times better Tessera is (time: Boost/Tessera; rate: Tessera/Boost)\n");
 }
 
 }  // namespace
@@ -349,11 +371,15 @@ int main(int argc, char** argv) {
   app.add_option("--fibers", fiber_counts, "fiber counts for semabench (comma-separated)")
       ->delimiter(',')
       ->check(CLI::Range(1, 100000));
-  app.add_option("--seconds", seconds, "seconds per semabench point")->check(CLI::Range(0.01, 60.0));
-  app.add_option("--parked", parked, "fibers parked in the memory benchmark")->check(CLI::Range(1L, 10000000L));
+  app.add_option("--seconds", seconds, "seconds per semabench point")
+      ->check(CLI::Range(0.01, 60.0));
+  app.add_option("--parked", parked, "fibers parked in the memory benchmark")
+      ->check(CLI::Range(1L, 10000000L));
   app.add_option("--csv", csv, "also write the table as CSV here");
   CLI11_PARSE(app, argc, argv);
-  auto want = [&](const char* b) { return only.empty() || std::count(only.begin(), only.end(), b) > 0; };
+  auto want = [&](const char* b) {
+    return only.empty() || std::count(only.begin(), only.end(), b) > 0;
+  };
   const int rounds = quick ? 50000 : 200000;
   std::vector<row> rows;
   {
@@ -365,48 +391,58 @@ int main(int argc, char** argv) {
     std::printf("skynet ...\n");
     std::fflush(stdout);
     tessera::Runtime rt({.workers = 2});
-    const double t = median_of(runs, [&] {
-      const auto t0 = steady::now();
-      check_skynet(rt.run([] { return skynet<tessera::fiber>(0, 1000000); }));
-      return seconds_since(t0);
-    });
-    const double b = median_of(runs, [&] {
-      return boost_pool::get().run([] {
-        const auto t0 = steady::now();
-        check_skynet(skynet<bf::fiber>(0, 1000000));
-        return seconds_since(t0);
-      });
-    });
+    const auto [t, b] = medians_of(
+        runs,
+        [&] {
+          const auto t0 = steady::now();
+          check_skynet(rt.run([] { return skynet<tessera::fiber>(0, 1000000); }));
+          return seconds_since(t0);
+        },
+        [&] {
+          return boost_pool::get().run([] {
+            const auto t0 = steady::now();
+            check_skynet(skynet<bf::fiber>(0, 1000000));
+            return seconds_since(t0);
+          });
+        });
     rows.push_back({"skynet 1M, 2 workers", "s", t, b, true, ""});
   }
   if (want("pingpong")) {
     std::printf("ping-pong ...\n");
     std::fflush(stdout);
-    const double b1 = median_of(runs, [&] { return boost_1thread([&] { return boost_pingpong(rounds); }); });
-    const double tp1 = median_of(runs, [&] { return tessera_pingpong_park(1, rounds); });
-    const double ts1 = median_of(runs, [&] { return tessera_pingpong_sem(1, rounds); });
-    rows.push_back({"pingpong park, 1w", "ns/round trip", tp1, b1, true, " (Boost: mutex+condvar)"});
-    rows.push_back({"pingpong bin.sem, 1w", "ns/round trip", ts1, b1, true, " (Boost: mutex+condvar)"});
+    const auto [b1, tp1, ts1] = medians_of(
+        runs, [&] { return boost_1thread([&] { return boost_pingpong(rounds); }); },
+        [&] { return tessera_pingpong_park(1, rounds); },
+        [&] { return tessera_pingpong_sem(1, rounds); });
+    rows.push_back(
+        {"pingpong park, 1w", "ns/round trip", tp1, b1, true, " (Boost: mutex+condvar)"});
+    rows.push_back(
+        {"pingpong bin.sem, 1w", "ns/round trip", ts1, b1, true, " (Boost: mutex+condvar)"});
     const int rounds2 = rounds / 10;
-    const double b2 = median_of(runs, [&] { return boost_pool::get().run([&] { return boost_pingpong(rounds2); }); });
-    const double tp2 = median_of(runs, [&] { return tessera_pingpong_park(2, rounds2); });
-    const double ts2 = median_of(runs, [&] { return tessera_pingpong_sem(2, rounds2); });
-    rows.push_back({"pingpong park, 2w", "ns/round trip", tp2, b2, true, " (Boost: mutex+condvar)"});
-    rows.push_back({"pingpong bin.sem, 2w", "ns/round trip", ts2, b2, true, " (Boost: mutex+condvar)"});
+    const auto [b2, tp2, ts2] = medians_of(
+        runs, [&] { return boost_pool::get().run([&] { return boost_pingpong(rounds2); }); },
+        [&] { return tessera_pingpong_park(2, rounds2); },
+        [&] { return tessera_pingpong_sem(2, rounds2); });
+    rows.push_back(
+        {"pingpong park, 2w", "ns/round trip", tp2, b2, true, " (Boost: mutex+condvar)"});
+    rows.push_back(
+        {"pingpong bin.sem, 2w", "ns/round trip", ts2, b2, true, " (Boost: mutex+condvar)"});
   }
   if (want("create-join")) {
     std::printf("create+join ...\n");
     std::fflush(stdout);
     const int n = rounds / 2;
-    const double t = median_of(runs, [&] { return tessera_create_join(n); });
-    const double b = median_of(runs, [&] { return boost_1thread([&] { return boost_create_join(n); }); });
+    const auto [t, b] = medians_of(
+        runs, [&] { return tessera_create_join(n); },
+        [&] { return boost_1thread([&] { return boost_create_join(n); }); });
     rows.push_back({"create+join, 1w", "ns/fiber", t, b, true, ""});
   }
   if (want("yield")) {
     std::printf("yield ...\n");
     std::fflush(stdout);
-    const double t = median_of(runs, [&] { return tessera_yield(rounds); });
-    const double b = median_of(runs, [&] { return boost_1thread([&] { return boost_yield(rounds); }); });
+    const auto [t, b] = medians_of(
+        runs, [&] { return tessera_yield(rounds); },
+        [&] { return boost_1thread([&] { return boost_yield(rounds); }); });
     rows.push_back({"yield, 1w", "ns/yield", t, b, true, ""});
   }
   if (want("semabench")) {
@@ -414,30 +450,31 @@ int main(int argc, char** argv) {
     for (int f : fiber_counts) {
       std::printf("semabench F=%d ...\n", f);
       std::fflush(stdout);
-      const double t = median_of(runs, [&] {
-        return rt.run([&] {
-          tessera_lock lock;
-          return semabench_loop<tessera::fiber>(f, seconds, lock, [](auto d) {
-            tessera::this_fiber::sleep_for(d);
+      const auto [t, b, tm] = medians_of(
+          runs,
+          [&] {
+            return rt.run([&] {
+              tessera_lock lock;
+              return semabench_loop<tessera::fiber>(
+                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
+            });
+          },
+          [&] {
+            return boost_pool::get().run([&] {
+              boost_lock lock;
+              return semabench_loop<bf::fiber>(f, seconds, lock, [](auto d) {
+                boost::this_fiber::sleep_for(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+              });
+            });
+          },
+          [&] {
+            return rt.run([&] {
+              tessera_mutex_lock lock;
+              return semabench_loop<tessera::fiber>(
+                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
+            });
           });
-        });
-      });
-      const double b = median_of(runs, [&] {
-        return boost_pool::get().run([&] {
-          boost_lock lock;
-          return semabench_loop<bf::fiber>(f, seconds, lock, [](auto d) {
-            boost::this_fiber::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
-          });
-        });
-      });
-      const double tm = median_of(runs, [&] {
-        return rt.run([&] {
-          tessera_mutex_lock lock;
-          return semabench_loop<tessera::fiber>(f, seconds, lock, [](auto d) {
-            tessera::this_fiber::sleep_for(d);
-          });
-        });
-      });
       rows.push_back({"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
                       " (tessera::counting_semaphore, FIFO, vs Boost fibers::mutex)"});
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
@@ -454,7 +491,8 @@ int main(int argc, char** argv) {
       rt.run([&] {
         tessera::counting_semaphore<> gate(0);
         for (long i = 0; i < parked; ++i) tessera::spawn([&gate] { gate.acquire(); });
-        while (gate.waiting() < parked) tessera::this_fiber::sleep_for(std::chrono::milliseconds(1));
+        while (gate.waiting() < parked)
+          tessera::this_fiber::sleep_for(std::chrono::milliseconds(1));
         during = rss_kib();
         gate.release(parked);
       });
@@ -472,7 +510,8 @@ int main(int argc, char** argv) {
   if (!csv.empty()) {
     std::ofstream out(csv);
     out << "benchmark,unit,tessera,boost_fiber\n";
-    for (const auto& r : rows) out << '"' << r.bench << "\"," << r.unit << ',' << r.tessera << ',' << r.boost << '\n';
+    for (const auto& r : rows)
+      out << '"' << r.bench << "\"," << r.unit << ',' << r.tessera << ',' << r.boost << '\n';
     std::printf("wrote %s\n", csv.c_str());
   }
   return 0;

@@ -5,7 +5,8 @@
 // release S; advance a thread-private std::mt19937 one step }. S is released
 // once before the threads start, so it behaves as a lock. Reported: aggregate
 // iterations per second, the median of R runs, for each T; ratios against
-// pthread sem_t from the same run (absolute figures drift on a shared machine).
+// pthread sem_t from the same run (absolute figures drift on a shared machine,
+// so the R rounds interleave the implementations).
 //
 // The rw:* entries run the same loop read-mostly on a reader-writer lock: every
 // 101st iteration takes it exclusively and advances the shared PRNG (1 write per
@@ -25,9 +26,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <random>
 #include <semaphore>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,9 +88,13 @@ struct lock_as_semaphore {
 };
 struct std_style_ops {
   template <class M>
-  static void lock(M& m) { m.lock(); }
+  static void lock(M& m) {
+    m.lock();
+  }
   template <class M>
-  static void unlock(M& m) { m.unlock(); }
+  static void unlock(M& m) {
+    m.unlock();
+  }
 };
 struct absl_ops {
   static void lock(absl::Mutex& m) ABSL_NO_THREAD_SAFETY_ANALYSIS { m.Lock(); }
@@ -153,9 +158,9 @@ run_result run_once(int threads, double seconds) {
   auto sem = std::make_unique<S>();
   std::mt19937 shared_rng(42);
   std::uint32_t shared_value = 0;  // rw: the PRNG's last output, read shared
-  sem->release();  // post once: the semaphore now acts as a lock
+  sem->release();                  // post once: the semaphore now acts as a lock
   std::atomic<bool> stop{false};
-  std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);  // padded
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);      // padded
   std::vector<std::vector<std::uint32_t>> waits(static_cast<std::size_t>(threads));  // ns
   std::latch ready(threads + 1);
   std::vector<std::thread> pool;
@@ -180,8 +185,10 @@ run_result run_once(int threads, double seconds) {
           if (g_latency && (n & 15) == 0) {
             const auto t0 = clock_type::now();
             sem->acquire();
-            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
-            my_waits.push_back(static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+            const auto ns =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
+            my_waits.push_back(
+                static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
           } else {
             sem->acquire();
           }
@@ -203,7 +210,8 @@ run_result run_once(int threads, double seconds) {
   std::uint64_t total = 0;
   for (int i = 0; i < threads; ++i) total += counts[static_cast<std::size_t>(i) * 16];
   run_result r;
-  r.ops_per_s = static_cast<double>(total) / std::chrono::duration<double>(stop_time - start).count();
+  r.ops_per_s =
+      static_cast<double>(total) / std::chrono::duration<double>(stop_time - start).count();
   std::vector<std::uint32_t> all;
   for (auto& w : waits) all.insert(all.end(), w.begin(), w.end());
   if (!all.empty()) {
@@ -226,16 +234,16 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),       entry<twa_spin>(),   entry<ticket>(),
-          entry<posix>(),     entry<std_sem>(),    entry<std_mutex>(),
-          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
-          entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
+  return {entry<twa>(),     entry<twa_spin>(),  entry<ticket>(),     entry<posix>(),
+          entry<std_sem>(), entry<std_mutex>(), entry<absl_mutex>(), entry<tessera_mutex>(),
+          entry<rw_std>(),  entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`
 // formats the cell for (impl, threads).
 template <class Cell>
-void print_table(const std::vector<impl_entry>& impls, const std::vector<int>& threads, Cell&& cell) {
+void print_table(const std::vector<impl_entry>& impls, const std::vector<int>& threads,
+                 Cell&& cell) {
   std::printf("%-26s", "impl \\ threads");
   for (int t : threads) std::printf("%16d", t);
   std::printf("\n");
@@ -325,7 +333,8 @@ int main(int argc, char** argv) {
   app.add_option("--plot", plot_path, "Write a PNG plot here ('' to skip)")->capture_default_str();
   app.add_flag("--latency", g_latency,
                "Also time every 16th acquisition: report p99.9 and max acquisition latency");
-  app.add_option("--threshold", threshold, "TWA LongTermThreshold (tickets)")->capture_default_str();
+  app.add_option("--threshold", threshold, "TWA LongTermThreshold (tickets)")
+      ->capture_default_str();
   app.add_option("--spin", spins, "TWA short-term spin iterations")->capture_default_str();
   app.add_option("--yield", yields, "TWA short-term yields before parking")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -356,23 +365,29 @@ int main(int argc, char** argv) {
   std::map<std::string, std::map<int, run_result>> tails;  // median p99.9, max of max
   const std::size_t total = impls.size() * threads.size() * static_cast<std::size_t>(runs);
   std::size_t done = 0;
+  // Rounds interleave the implementations (round r runs each of them once, in
+  // turn), so a slow stretch of a shared machine lands on all of them alike and
+  // the ratios of one run stay fair even when the absolute figures drift.
   for (int t : threads) {
-    for (auto& e : impls) {
-      std::vector<double> samples, p999s;
-      double worst = 0;
-      for (int r = 0; r < runs; ++r) {
+    std::map<std::string, std::vector<double>> samples, p999s;
+    std::map<std::string, double> worst;
+    for (int r = 0; r < runs; ++r) {
+      for (auto& e : impls) {
         std::fprintf(stderr, "\r[%3zu/%3zu] T=%-3d %-24s run %d/%d   ", ++done, total, t,
                      e.name.c_str(), r + 1, runs);
         std::fflush(stderr);
         const run_result rr = e.run(t, seconds);
-        samples.push_back(rr.ops_per_s);
-        p999s.push_back(rr.p999_us);
-        worst = std::max(worst, rr.max_us);
+        samples[e.name].push_back(rr.ops_per_s);
+        p999s[e.name].push_back(rr.p999_us);
+        worst[e.name] = std::max(worst[e.name], rr.max_us);
       }
-      tails[e.name][t] = {0, median(p999s), worst};
-      results[e.name][t] = median(samples);
-      spread[e.name][t] = {*std::min_element(samples.begin(), samples.end()),
-                           *std::max_element(samples.begin(), samples.end())};
+    }
+    for (auto& e : impls) {
+      const auto& v = samples[e.name];
+      tails[e.name][t] = {0, median(p999s[e.name]), worst[e.name]};
+      results[e.name][t] = median(v);
+      spread[e.name][t] = {*std::min_element(v.begin(), v.end()),
+                           *std::max_element(v.begin(), v.end())};
     }
   }
   std::fprintf(stderr, "\r%70s\r", "");
@@ -391,7 +406,9 @@ int main(int argc, char** argv) {
   });
 
   if (g_latency) {
-    std::printf("\nAcquisition latency, every 16th acquisition: p99.9 (median of runs) / max (of all runs), us\n");
+    std::printf(
+        "\nAcquisition latency, every 16th acquisition: p99.9 (median of runs) / max (of all "
+        "runs), us\n");
     print_table(impls, threads, [&](const std::string& name, int t, char* cell, std::size_t size) {
       std::snprintf(cell, size, "%.0f / %.0f", tails[name][t].p999_us, tails[name][t].max_us);
     });
@@ -450,7 +467,8 @@ int main(int argc, char** argv) {
     if (write_plot(csv_path, plot_path, names)) {
       std::printf("Plot: %s\n", plot_path.c_str());
     } else {
-      std::fprintf(stderr, "semabench: gnuplot failed; is gnuplot-nox installed? (scripts/setup.sh)\n");
+      std::fprintf(stderr,
+                   "semabench: gnuplot failed; is gnuplot-nox installed? (scripts/setup.sh)\n");
       return 1;
     }
   }
