@@ -33,21 +33,68 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(const steady::time_point* deadline) {
+  // An OS thread that was woken holds the WOKEN token. If it loses the race to
+  // a barging owner it keeps the token and sleeps at most kRetryAfter before it
+  // retries, so the owner's unlocks meanwhile take the fast path instead of
+  // waking it again (see "Lost races" in mutex.h). Fibers hand the token back at
+  // once: waking a fiber costs no system call.
+  const bool defer = should_spin();
+  bool token = false;  // we hold WOKEN: clear it when we leave or get the lock
+  auto barge = [&] {
+    if (locked() || !try_lock()) return false;
+    if (token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
+    return true;
+  };
   const int got = barge_or_queue(
-      deadline, should_spin() ? kSpinBudget : 0, [this] { return !locked() && try_lock(); },
+      deadline, should_spin() ? kSpinBudget : 0, barge,
       [&](steady::time_point since, bool requeue) {
         node n;
         n.who = self();
         n.since = since;
-        // A waiter woken just as it timed out takes what it was given.
+        steady::time_point retry{};
+        const steady::time_point* until = deadline;
+        if (token) {
+          retry = steady::now() + kRetryAfter;
+          if (deadline == nullptr || retry < *deadline) until = &retry;
+        }
         const int given =
-            queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, deadline);
-        if (given == 1)
-          state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
-        return given;
+            queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, until);
+        if (given == 1) {
+          if (defer) {
+            token = true;
+          } else {
+            state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
+          }
+          return 1;
+        }
+        if (given == 2 || given == -1) {
+          if (given == 2 && token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
+          return given;
+        }
+        // given == 0: our own retry timer, or the caller's deadline.
+        if (until == &retry && (deadline == nullptr || steady::now() < *deadline)) return 1;
+        return 0;
       });
   if (got == 2) note_owner();  // handed over: LOCKED is ours (a barge noted itself)
+  if (got == 0 && token) return give_up_token();
   return got != 0;
+}
+
+bool mutex_core::give_up_token() noexcept {
+  // Leave only while someone holds the lock: its unlock then sees WOKEN clear
+  // and wakes the next waiter. If the lock is free, take it instead.
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((s & kLocked) == 0) {
+      if (state_.compare_exchange_weak(s, (s | kLocked) & ~kWoken, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        note_owner();  // the deadline passed, but the lock was free: take it
+        return true;
+      }
+    } else if (state_.compare_exchange_weak(s, s & ~kWoken, std::memory_order_relaxed)) {
+      return false;
+    }
+  }
 }
 
 void mutex_core::unlock_slow() {
@@ -65,13 +112,20 @@ void mutex_core::unlock_slow() {
   // sleeping thread — while nobody holds the lock yet nobody may take it —
   // costs little throughput.
   const bool handoff = fair_handoff_due(n->since, next_fair_, handoff_after);
-  if (!handoff && (state_.load(std::memory_order_relaxed) & kWoken) != 0) {
-    state_.fetch_and(~kLocked, std::memory_order_release);  // one wake-up in flight is enough
-    unlock_queue();
-    return;
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  if (!handoff) {
+    // One wake-up in flight is enough. A CAS, not a load and a fetch_and: a
+    // thread giving WOKEN up (give_up_token) in between would leave the queue
+    // with nobody to wake it (tests/model/mutex.pml, RELEASE_ON_STALE_WOKEN).
+    while ((s & kWoken) != 0) {
+      if (state_.compare_exchange_weak(s, s & ~kLocked, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
+        unlock_queue();
+        return;
+      }
+    }
   }
   queue_.unlink(*n);
-  std::uint32_t s = state_.load(std::memory_order_relaxed);
   std::uint32_t next;
   do {
     next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set

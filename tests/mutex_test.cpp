@@ -28,8 +28,8 @@ template <class M>
 void exclusion_stress(exec_kind kind) {
   watchdog dog("mutex stress", 90s);
   M m;
-  long counter = 0;      // guarded by m: TSan checks the happens-before edges
-  int inside = 0;        // guarded by m
+  long counter = 0;  // guarded by m: TSan checks the happens-before edges
+  int inside = 0;    // guarded by m
   std::atomic<int> violations{0};
   constexpr int kParticipants = 6, kIters = 4000;
   run_all(kind, kParticipants, [&](int id) {
@@ -45,9 +45,15 @@ void exclusion_stress(exec_kind kind) {
   EXPECT_EQ(counter, long{kParticipants} * kIters);
 }
 
-TEST_P(MutexIn, MutexExcludes) { exclusion_stress<mutex>(GetParam()); }
-TEST_P(MutexIn, TimedMutexExcludes) { exclusion_stress<timed_mutex>(GetParam()); }
-TEST_P(MutexIn, RecursiveMutexExcludes) { exclusion_stress<recursive_mutex>(GetParam()); }
+TEST_P(MutexIn, MutexExcludes) {
+  exclusion_stress<mutex>(GetParam());
+}
+TEST_P(MutexIn, TimedMutexExcludes) {
+  exclusion_stress<timed_mutex>(GetParam());
+}
+TEST_P(MutexIn, RecursiveMutexExcludes) {
+  exclusion_stress<recursive_mutex>(GetParam());
+}
 
 TEST_P(MutexIn, TryLockFailsWhileHeldAndTimeoutsAreNeverEarly) {
   timed_mutex m;
@@ -147,6 +153,67 @@ TEST_P(MutexIn, NoWaiterStarvesWhileOthersHammer) {
   hammer.join();
   EXPECT_GE(waited_us.load(), 0);
   EXPECT_LT(waited_us.load(), 1'000'000) << "a waiter starved for " << waited_us.load() << " us";
+}
+
+// "Lost races" (mutex.h): a woken OS thread that finds the lock taken again
+// keeps WOKEN and sleeps on a retry timer, so later unlocks do not wake it.
+// These drive a waiter into that state: it queues, and within the 1 ms before
+// a fair hand-off is due the owner wakes it and barges back in before it runs.
+// Whether the waiter had parked by then cannot be observed from outside, so
+// each test repeats the scenario; every assertion holds whatever the
+// interleaving, and with the protocol broken (no retry timer; WOKEN given up
+// while the lock is free) a round hangs and the watchdog fails the test.
+constexpr int kLostRaceRounds = 20;
+
+TEST(Mutex, AWaiterThatLostTheRaceNoticesTheFinalUnlockByItself) {
+  watchdog dog("lost race, final unlock", 60s);
+  for (int round = 0; round < kLostRaceRounds; ++round) {
+    timed_mutex m;
+    m.lock();
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+      m.lock();  // untimed: only an unlock or its own retry timer can wake it
+      got = true;
+      m.unlock();
+    });
+    std::this_thread::sleep_for(300us);  // let it queue (under 1 ms: no hand-off)
+    m.unlock();                          // wakes it (WOKEN) ...
+    m.lock();                            // ... and barges back in before it runs
+    std::this_thread::sleep_for(2ms);    // it loses, keeps WOKEN, sleeps on its timer
+    const auto released = clock::now();
+    m.unlock();  // the fast path if WOKEN is set: this wakes nobody
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    // kRetryAfter (200 us) plus timer slack and scheduling; generous for a VM.
+    EXPECT_LT(clock::now() - released, 500ms) << "round " << round;
+  }
+}
+
+TEST(Mutex, AWaiterThatTimesOutAfterLosingTheRaceLeavesTheNextOneWakeable) {
+  watchdog dog("lost race, deadline", 60s);
+  for (int round = 0; round < kLostRaceRounds; ++round) {
+    timed_mutex m;
+    m.lock();
+    std::atomic<bool> second_got{false};
+    std::thread timed([&] {
+      if (m.try_lock_for(5ms)) m.unlock();  // either outcome is legal here
+    });
+    std::thread second([&] {
+      m.lock();
+      second_got = true;
+      m.unlock();
+    });
+    std::this_thread::sleep_for(300us);  // let both queue (under 1 ms: no hand-off)
+    m.unlock();                          // wakes the front waiter (WOKEN) ...
+    m.lock();                            // ... which loses the race
+    std::this_thread::sleep_for(10ms);   // past the deadline: the timed one gives up
+    timed.join();
+    m.unlock();  // must wake the untimed waiter if it still waits
+    second.join();
+    EXPECT_TRUE(second_got.load());
+    EXPECT_TRUE(m.try_lock()) << "round " << round;
+    m.unlock();
+  }
 }
 
 TEST(Mutex, WorksWithStandardLockAdaptors) {

@@ -7,6 +7,8 @@
 #                                                 # buffers, bias; 3 configurations and their
 #                                                 # mutations (~4 min, 4 GB; ctest)
 #   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
+#   tests/model/run_model.sh mutex                # mutex.pml: the WOKEN token, hand-off,
+#                                                 # timeouts; 2 configurations, 3 mutations (~1 min)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -69,6 +71,34 @@ if [ "$model" = "shared_mutex" ]; then
     check "2 readers, 2 writers bitstate" ./pan -m100000 -w34
   fi
   echo "shared_mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
+  exit 0
+fi
+if [ "$model" = "mutex" ]; then
+  # Three lockers: an OS thread (lock), an OS thread (try_lock_for, may time
+  # out) and a fiber (lock); R1, R2, R3 rounds. Exhaustive; mutations caught.
+  run() {  # $1: label, $2: "pass" or "fail", rest: spin -D options
+    local label="$1" want="$2"; shift 2
+    spin "$@" -a "$here/mutex.pml" > /dev/null
+    gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c
+    if [ "$want" = pass ]; then
+      check "$label" ./pan -m100000
+    else
+      local out
+      out="$(./pan -m100000 2>&1 || true)"
+      if echo "$out" | grep -qE 'errors: [1-9]'; then
+        echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
+      else
+        echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
+      fi
+    fi
+  }
+  run "fiber locks twice (8e6 states)" pass -DR1=1 -DR2=1 -DR3=2
+  run "thread locks twice (9e6 states)" pass -DR1=2 -DR2=1 -DR3=1
+  run "mutation: WOKEN given up while the lock is free" fail -DR1=1 -DR2=1 -DR3=2 -DGIVE_UP_ANYWAY
+  run "mutation: unlock_slow releases on a stale WOKEN" fail -DR1=1 -DR2=1 -DR3=2 \
+      -DRELEASE_ON_STALE_WOKEN
+  run "mutation: WOKEN kept without the retry timer" fail -DR1=1 -DR2=1 -DR3=2 -DNO_RETRY_TIMER
+  echo "mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
   exit 0
 fi
 [ "$model" = "wait_chain" ] || { echo "run_model.sh: unknown model '$model'" >&2; exit 2; }
