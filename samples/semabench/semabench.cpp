@@ -70,6 +70,14 @@ struct std_sem {
   std::counting_semaphore<> s{0};
   void release() { s.release(); }
   void acquire() { s.acquire(); }
+  // libstdc++ 12 can lose a wake-up here (GCC bug 98033): release() notifies
+  // only when the count was zero, so an acquirer that missed its notification
+  // sleeps while the count is positive — we saw one thread stuck for good at
+  // T=16. At the end of a run (only then) take the permit if it is free and give
+  // it back: that release starts from zero, so it notifies. Exclusion holds.
+  void unstick() {
+    if (s.try_acquire()) s.release();
+  }
 };
 // Locks: "released once before the threads start" means starting unlocked, so
 // the first release() is a no-op. `Ops` says how to lock and unlock an `M`.
@@ -160,6 +168,7 @@ run_result run_once(int threads, double seconds) {
   std::uint32_t shared_value = 0;  // rw: the PRNG's last output, read shared
   sem->release();                  // post once: the semaphore now acts as a lock
   std::atomic<bool> stop{false};
+  std::atomic<int> finished{0};
   std::vector<std::uint64_t> counts(static_cast<std::size_t>(threads) * 16, 0);      // padded
   std::vector<std::vector<std::uint32_t>> waits(static_cast<std::size_t>(threads));  // ns
   std::latch ready(threads + 1);
@@ -199,6 +208,7 @@ run_result run_once(int threads, double seconds) {
         ++n;
       }
       counts[static_cast<std::size_t>(i) * 16] = n + (sink == 0xFFFFFFFFu);
+      finished.fetch_add(1);
     });
   }
   ready.arrive_and_wait();
@@ -206,6 +216,12 @@ run_result run_once(int threads, double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop.store(true, std::memory_order_relaxed);
   const auto stop_time = clock_type::now();
+  if constexpr (requires { sem->unstick(); }) {
+    while (finished.load() < threads) {
+      sem->unstick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   for (auto& t : pool) t.join();
   std::uint64_t total = 0;
   for (int i = 0; i < threads; ++i) total += counts[static_cast<std::size_t>(i) * 16];
