@@ -67,6 +67,7 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
           }
           return 1;
         }
+        // A waiter woken just as it timed out takes what it was given.
         if (given == 2 || given == -1) {
           if (given == 2 && token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
           return given;

@@ -8,7 +8,7 @@
 #                                                 # mutations (~4 min, 4 GB; ctest)
 #   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
 #   tests/model/run_model.sh mutex                # mutex.pml: the WOKEN token, hand-off,
-#                                                 # timeouts; 2 configurations, 3 mutations (~1 min)
+#                                                 # timeouts; 2 configurations, 3 mutations (~20 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -26,26 +26,28 @@ check() {  # $1: label, rest: pan command line
   echo "$out" | grep -q 'errors: 0' || { echo "$out"; exit 1; }
 }
 model="${1:-wait_chain}"
+# run LABEL pass|fail SPIN-OPTIONS...: model-checks $model.pml exhaustively
+# ("pass": no error allowed) or checks that a mutation is caught ("fail").
+run() {
+  local label="$1" want="$2"; shift 2
+  spin "$@" -a "$here/$model.pml" > /dev/null
+  gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: about a third of the memory
+  if [ "$want" = pass ]; then
+    check "$label" ./pan -m100000
+  else
+    local out
+    out="$(./pan -m100000 2>&1 || true)"
+    if echo "$out" | grep -qE 'errors: [1-9]'; then
+      echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
+    else
+      echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
+    fi
+  fi
+}
 if [ "$model" = "shared_mutex" ]; then
   # Two readers (both migrate between slots, one may time out; plain stores sit
   # in per-thread FIFO store buffers) and one writer, one round each unless
   # said. Each configuration exhaustive; each mutation must be caught.
-  run() {  # $1: label, $2: "pass" or "fail", rest: spin -D options
-    local label="$1" want="$2"; shift 2
-    spin "$@" -a "$here/shared_mutex.pml" > /dev/null
-    gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c  # COLLAPSE: about a third of the memory
-    if [ "$want" = pass ]; then
-      check "$label" ./pan -m100000
-    else
-      local out
-      out="$(./pan -m100000 2>&1 || true)"
-      if echo "$out" | grep -qE 'errors: [1-9]'; then
-        echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
-      else
-        echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
-      fi
-    fi
-  }
   # Unbiased start: the first reader takes the bias; the writer may time out.
   run "bias taken, writer may time out (1e7 states)" pass -DNW=1 -DBIAS0=0 -DW1_MAY_TIME_OUT=1
   # (A writer that cannot time out: one that may always wakes up in the end.)
@@ -76,22 +78,6 @@ fi
 if [ "$model" = "mutex" ]; then
   # Three lockers: an OS thread (lock), an OS thread (try_lock_for, may time
   # out) and a fiber (lock); R1, R2, R3 rounds. Exhaustive; mutations caught.
-  run() {  # $1: label, $2: "pass" or "fail", rest: spin -D options
-    local label="$1" want="$2"; shift 2
-    spin "$@" -a "$here/mutex.pml" > /dev/null
-    gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c
-    if [ "$want" = pass ]; then
-      check "$label" ./pan -m100000
-    else
-      local out
-      out="$(./pan -m100000 2>&1 || true)"
-      if echo "$out" | grep -qE 'errors: [1-9]'; then
-        echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
-      else
-        echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
-      fi
-    fi
-  }
   run "fiber locks twice (8e6 states)" pass -DR1=1 -DR2=1 -DR3=2
   run "thread locks twice (9e6 states)" pass -DR1=2 -DR2=1 -DR3=1
   run "mutation: WOKEN given up while the lock is free" fail -DR1=1 -DR2=1 -DR3=2 -DGIVE_UP_ANYWAY
