@@ -38,16 +38,15 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
   // retries, so the owner's unlocks meanwhile take the fast path instead of
   // waking it again (see "Lost races" in mutex.h). Fibers hand the token back at
   // once: waking a fiber costs no system call.
-  const bool defer = should_spin();
-  bool token = false;  // we hold WOKEN: clear it when we leave or get the lock
+  const bool os_thread = should_spin();  // spins before queueing, and defers
+  bool token = false;                    // we hold WOKEN: clear it when we leave or get the lock
   auto barge = [&] {
     if (locked() || !try_lock()) return false;
     if (token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
     return true;
   };
   const int got = barge_or_queue(
-      deadline, should_spin() ? kSpinBudget : 0, barge,
-      [&](steady::time_point since, bool requeue) {
+      deadline, os_thread ? kSpinBudget : 0, barge, [&](steady::time_point since, bool requeue) {
         node n;
         n.who = self();
         n.since = since;
@@ -60,7 +59,7 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
         const int given =
             queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, until);
         if (given == 1) {
-          if (defer) {
+          if (os_thread) {
             token = true;
           } else {
             state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next

@@ -39,13 +39,14 @@
 // and re-parks with a timeout of `kRetryAfter` (200 us) instead of waiting to be
 // woken by the next unlock. The owner's unlocks meanwhile stay on the fast path,
 // so a hot lock costs no futex_wake per burst and the waiter's retries do not
-// steal the owner's cache line every few microseconds (semabench T=2: 24-26 M
-// -> 31-35 M iterations/s against std::mutex's 26-27 M). The price, bounded: if
-// the owner then unlocks and leaves, the lock can stay free for up to
-// kRetryAfter (plus the kernel's timer slack) before that waiter notices. The
-// 1 ms fair hand-off still reaches the sleeper (unlock wakes it directly), and a
-// thread that gives up (try_lock_for's deadline) clears WOKEN only while the
-// lock is held, so the next unlock wakes the next waiter: nothing is lost.
+// steal the owner's cache line every few microseconds (semabench T=2,
+// interleaved A/B: 24-26 M -> 29-37 M iterations/s, against std::mutex's
+// 22-29 M). The price, bounded: if the owner then unlocks and leaves, the lock
+// can stay free for up to kRetryAfter (plus the kernel's timer slack) before
+// that waiter notices. The 1 ms fair hand-off still reaches the sleeper (unlock
+// wakes it directly), and a thread that gives up (try_lock_for's deadline)
+// clears WOKEN only while the lock is held, so the next unlock wakes the next
+// waiter: nothing is lost.
 // The whole box office — barging, queue, hand-off, timeouts, WOKEN and its
 // retry timer — is model-checked with SPIN in tests/model/mutex.pml.
 //
