@@ -57,7 +57,9 @@ void detach_fiber(fiber_record* f) noexcept {
   release_record(f);
 }
 
-std::uint64_t fiber_id_of(const fiber_record* f) noexcept { return f->id; }
+std::uint64_t fiber_id_of(const fiber_record* f) noexcept {
+  return f->id;
+}
 
 std::uint64_t current_fiber_id() noexcept {
   const fiber_record* f = current_fiber();
@@ -90,9 +92,15 @@ void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept) {
 Runtime::Runtime(options opts) : impl_(std::make_unique<detail::runtime_impl>(opts)) {}
 Runtime::~Runtime() = default;
 
-void Runtime::run_root(detail::fiber_task root) { impl_->run_root(std::move(root)); }
-unsigned Runtime::workers() const noexcept { return impl_->opts.workers; }
-const Runtime::options& Runtime::config() const noexcept { return impl_->opts; }
+void Runtime::run_root(detail::fiber_task root) {
+  impl_->run_root(std::move(root));
+}
+unsigned Runtime::workers() const noexcept {
+  return impl_->opts.workers;
+}
+const Runtime::options& Runtime::config() const noexcept {
+  return impl_->opts;
+}
 std::string Runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned");
 }
@@ -101,6 +109,7 @@ Runtime::statistics Runtime::stats() const noexcept {
   statistics s;
   s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
   s.steals = impl_->steals.load(std::memory_order_relaxed);
+  s.runnext_steals = impl_->runnext_steals.load(std::memory_order_relaxed);
   s.remote_wakeups = impl_->remote_wakeups.load(std::memory_order_relaxed);
   s.worker_sleeps = impl_->worker_sleeps.load(std::memory_order_relaxed);
   s.sleeping_workers = static_cast<unsigned>(impl_->sleepers.load(std::memory_order_relaxed));
@@ -111,8 +120,8 @@ Runtime::statistics Runtime::stats() const noexcept {
 namespace {
 [[noreturn]] void terminate_joinable(const char* what, std::uint64_t id) {
   std::fprintf(stderr,
-               "tessera::fiber: %s a joinable fiber (#%llu); call join() or detach() first\n",
-               what, static_cast<unsigned long long>(id));
+               "tessera::fiber: %s a joinable fiber (#%llu); call join() or detach() first\n", what,
+               static_cast<unsigned long long>(id));
   std::terminate();
 }
 }  // namespace
@@ -157,9 +166,13 @@ std::ostream& operator<<(std::ostream& os, fiber::id i) {
 // ---- this_fiber -------------------------------------------------------------------
 namespace this_fiber {
 
-void yield() { yield_now(); }
+void yield() {
+  yield_now();
+}
 
-fiber::id get_id() noexcept { return fiber::id(detail::current_fiber_id()); }
+fiber::id get_id() noexcept {
+  return fiber::id(detail::current_fiber_id());
+}
 
 void sleep_until(std::chrono::steady_clock::time_point deadline) {
   if (self()->ops != &detail::fiber_park_ops) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +33,17 @@ constexpr std::uint32_t kRunnextLimit = 16;      // runnext picks in a row
 // steady clock took a fifth of a switch-heavy fiber workload (semabench, 32
 // fibers, one sleeping timer pending) on a VM.
 constexpr std::uint64_t kTimerCheckTicks = 4096;
+// A runnext slot is stolen once it has held the same fiber, with its owner
+// picking nothing, for this long. Long enough that a waker that parks soon (a
+// hand-over) or computes briefly runs the woken fiber itself, on its warm core
+// (at 5 µs and 20 µs, idle workers stole so often from a barging fiber mutex's
+// unlocker that 8-128 fibers lost 10-20 % throughput; at 50 µs nothing);
+// short enough that a fiber woken by a long computation soon runs elsewhere.
+// Go waits ~3 µs before it steals a running P's runnext.
+constexpr auto kRunnextStale = std::chrono::microseconds(50);
+// While some worker is busy, a sleeping worker looks at the runnext slots this
+// often; while it watches a full slot, once it may have gone stale.
+constexpr auto kRunnextPoll = std::chrono::milliseconds(1);
 
 constexpr std::size_t kRecordCache = 256;  // per worker, then back to the pool
 constexpr std::size_t kStackCache = 256;
@@ -177,7 +189,8 @@ void destroy_fls(std::vector<fls_entry>& map) noexcept {
 }
 
 // ---- worker --------------------------------------------------------------------
-worker::worker(runtime_impl& r, unsigned i) : rt(r), index(i), steal_order_(r.topo.steal_order(i)) {
+worker::worker(runtime_impl& r, unsigned i)
+    : rt(r), index(i), sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
   fired_.reserve(16);
 }
 
@@ -203,49 +216,87 @@ void worker::thread_main() {
 #if TESSERA_TSAN
   sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
 #endif
-  // Local work first, then other workers' deques.
-  auto find_work = [this] {
-    fiber_record* f = pick_local();
-    return f != nullptr ? f : steal();
-  };
   for (;;) {
-    fiber_record* f = find_work();
-    if (f != nullptr) {
-      switch_to(f, post_action::none);
-      continue;
+    fiber_record* f = pick_local();
+    if (f == nullptr) f = steal();
+    if (f == nullptr) {
+      if (rt.stopping.load(std::memory_order_acquire)) break;
+      f = idle();
+      if (f == nullptr) break;  // the Runtime stops
     }
-    if (rt.stopping.load(std::memory_order_acquire)) break;
+    switch_to(f, post_action::none);
+  }
+  tls_worker = nullptr;
+}
 
-    // Spin phase: keep looking for `idle_spin`.
-    rt.spinners.fetch_add(1, std::memory_order_seq_cst);
-    const auto spin_until = steady::now() + rt.opts.idle_spin;
-    for (unsigned i = 1;; ++i) {
-      cpu_relax();
-      f = find_work();
-      if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
-      if ((i & 15) == 0 && steady::now() >= spin_until) break;
-    }
-    rt.spinners.fetch_sub(1, std::memory_order_seq_cst);
-    if (f != nullptr) {
-      switch_to(f, post_action::none);
-      continue;
+fiber_record* worker::idle() {
+  // Other workers' runnext slots are looked at every 32nd spin (every few µs:
+  // the owner writes that line at every pick, so each look costs it a miss)
+  // and at every wake-up from sleep.
+  auto find_work = [this](bool look_at_runnext) {
+    fiber_record* f = pick_local();
+    if (f == nullptr) f = steal();
+    if (f == nullptr && look_at_runnext) f = steal_stale_runnext();
+    return f;
+  };
+  rt.busy.fetch_sub(1, std::memory_order_seq_cst);
+  fiber_record* f = nullptr;
+  bool spin = true;
+  while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
+    if (spin) {
+      // Spin phase: keep looking for `idle_spin`.
+      rt.spinners.fetch_add(1, std::memory_order_seq_cst);
+      const auto spin_until = steady::now() + rt.opts.idle_spin;
+      for (unsigned i = 1;; ++i) {
+        cpu_relax();
+        f = find_work((i & 31) == 0);
+        if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
+        if ((i & 15) == 0 && steady::now() >= spin_until) break;
+      }
+      rt.spinners.fetch_sub(1, std::memory_order_seq_cst);
+      if (f != nullptr) break;
     }
 
     // Sleep phase: announce, re-check everything, then wait on the futex.
     sleep_word_.store(1, std::memory_order_seq_cst);
     rt.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    f = find_work();
+    f = find_work(true);
+    bool woken = true;
     if (f == nullptr && !rt.stopping.load(std::memory_order_seq_cst)) {
+      // Deep (no poll) only while no worker is busy; see the idle protocol.
+      deep_.store(true, std::memory_order_relaxed);
+      rt.deep_sleepers.fetch_add(1, std::memory_order_seq_cst);
+      const bool poll = rt.busy.load(std::memory_order_seq_cst) != 0;
+      if (poll) {
+        rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
+        deep_.store(false, std::memory_order_relaxed);
+      }
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
       const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
-      const steady::time_point deadline{steady::duration(next)};
-      futex_sleep(&sleep_word_, 1, next == runtime_impl::kNoDeadline ? nullptr : &deadline);
+      steady::time_point deadline{steady::duration(next)};
+      bool timed = next != runtime_impl::kNoDeadline;
+      if (poll) {
+        const auto poll_at = steady::now() + (watching_ ? kRunnextStale : kRunnextPoll);
+        if (!timed || poll_at < deadline) deadline = poll_at;
+        timed = true;
+      }
+      futex_sleep(&sleep_word_, 1, timed ? &deadline : nullptr);
+      if (!poll) {
+        rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
+        deep_.store(false, std::memory_order_relaxed);
+      }
+      // A waker cleared sleep_word_; after a timeout (or a spurious return)
+      // look once more without spinning.
+      woken = sleep_word_.load(std::memory_order_relaxed) == 0;
     }
     rt.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     sleep_word_.store(0, std::memory_order_relaxed);
-    if (f != nullptr) switch_to(f, post_action::none);
+    spin = woken;
   }
-  tls_worker = nullptr;
+  if (f == nullptr) return nullptr;
+  rt.busy.fetch_add(1, std::memory_order_seq_cst);
+  if (rt.deep_sleepers.load(std::memory_order_seq_cst) != 0) rt.wake_deep_sleeper();
+  return f;
 }
 
 fiber_record* worker::drain_inbox() {
@@ -261,7 +312,8 @@ fiber_record* worker::drain_inbox() {
 }
 
 fiber_record* worker::pick_local() {
-  ++tick_;
+  const std::uint32_t tick = tick_.load(std::memory_order_relaxed) + 1;
+  tick_.store(tick, std::memory_order_relaxed);  // thieves read it: see steal_stale_runnext()
   if (rt.next_deadline.load(std::memory_order_relaxed) != runtime_impl::kNoDeadline) {
     const std::uint64_t t = cpu_ticks();
     if (t - timers_checked_at_ >= kTimerCheckTicks) {
@@ -269,27 +321,77 @@ fiber_record* worker::pick_local() {
       rt.fire_timers(*this);
     }
   }
-  if (tick_ % kFairnessInterval == 0) {
+  if (tick % kFairnessInterval == 0) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
   }
-  if (runnext_ != nullptr && runnext_streak_ < kRunnextLimit) {
-    ++runnext_streak_;
-    return std::exchange(runnext_, nullptr);
+  if (runnext_streak_ < kRunnextLimit) {
+    if (fiber_record* f = take_runnext()) {
+      ++runnext_streak_;
+      return f;
+    }
   }
   runnext_streak_ = 0;
   if (fiber_record* f = deque_.take()) return f;
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
-  if (runnext_ != nullptr) return std::exchange(runnext_, nullptr);
-  return nullptr;
+  return take_runnext();
+}
+
+fiber_record* worker::take_runnext() noexcept {
+  // A plain load first: an empty slot (only we fill it) costs no RMW; so does
+  // a full one on a lone worker, which has no thieves.
+  fiber_record* f = runnext_.load(std::memory_order_relaxed);
+  if (f == nullptr) return nullptr;
+  if (steal_order_.empty()) {
+    runnext_.store(nullptr, std::memory_order_relaxed);
+    return f;
+  }
+  return runnext_.exchange(nullptr, std::memory_order_acquire);  // a thief may beat us to it
 }
 
 fiber_record* worker::steal() {
   for (unsigned v : steal_order_) {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+// A slot is stale when two looks at least kRunnextStale apart saw the same
+// fiber in it and the same owner tick_: the owner has picked nothing since, so
+// its current fiber woke this one and ran on instead of parking. (If the fiber
+// left the slot and came back meanwhile, taking it is still just a steal.)
+fiber_record* worker::steal_stale_runnext() {
+  std::optional<steady::time_point> now;
+  watching_ = false;
+  for (unsigned v : steal_order_) {
+    worker& victim = *rt.workers[v];
+    runnext_sighting& seen = sightings_[v];
+    fiber_record* f = victim.runnext_.load(std::memory_order_acquire);
+    if (f == nullptr) {
+      seen.fiber = nullptr;
+      continue;
+    }
+    if (!now) now = steady::now();
+    const std::uint32_t tick = victim.tick_.load(std::memory_order_relaxed);
+    if (f != seen.fiber || tick != seen.tick) {
+      seen = {f, tick, *now};
+      watching_ = true;
+      continue;
+    }
+    if (*now - seen.since < kRunnextStale) {
+      watching_ = true;
+      continue;
+    }
+    seen.fiber = nullptr;
+    if (victim.runnext_.compare_exchange_strong(f, nullptr, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+      rt.steals.fetch_add(1, std::memory_order_relaxed);
+      rt.runnext_steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }
   }
@@ -398,7 +500,13 @@ void worker::push_local(fiber_record* f) {
 }
 
 void worker::make_runnext(fiber_record* f) {
-  if (fiber_record* old = std::exchange(runnext_, f)) push_local(old);
+  // Only this worker fills the slot, so an empty slot stays empty until we
+  // store: no RMW. A full one may be emptied by a thief at any moment.
+  if (runnext_.load(std::memory_order_relaxed) == nullptr) {
+    runnext_.store(f, std::memory_order_release);
+  } else if (fiber_record* old = runnext_.exchange(f, std::memory_order_acq_rel)) {
+    push_local(old);
+  }
 }
 
 void worker::push_inbox(fiber_record* f) {
@@ -633,6 +741,12 @@ void runtime_impl::wake_one_sleeper() noexcept {
   }
 }
 
+void runtime_impl::wake_deep_sleeper() noexcept {
+  for (auto& w : workers) {
+    if (w->deep_.load(std::memory_order_acquire) && w->wake_if_sleeping()) return;
+  }
+}
+
 void runtime_impl::fiber_finished() noexcept {
   if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     all_done.store(true, std::memory_order_release);
@@ -670,6 +784,8 @@ void runtime_impl::run_root(fiber_task root) {
     throw;
   }
   global.push(f);
+  busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
+  deep_sleepers.store(0, std::memory_order_relaxed);
   for (auto& w : workers) w->start();
 
   while (!all_done.load(std::memory_order_acquire)) park();

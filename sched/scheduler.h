@@ -12,20 +12,32 @@
 //      here on the waker's worker and runs as soon as the waker parks (its data is
 //      hot in this core's cache). At most 16 runnext picks in a row, then the
 //      deque gets a turn (Tokio's rule), so two fibers waking each other cannot
-//      starve the rest. As in Tokio the slot is the owner's alone, never stolen:
-//      it runs as soon as the waker parks, and costs no atomic operation;
+//      starve the rest. The slot is stealable, as Go's runnext (Tokio's LIFO
+//      slot is not: tokio#4941): a waker that keeps running instead of parking
+//      would otherwise hold the woken fiber hostage while other workers idle.
+//      An idle worker steals it only once it has sat there, with the owner
+//      picking nothing, for kRunnextStale (50 µs), so the usual wake-then-park
+//      hand-over stays on one core. Owner fills it with a plain store when empty
+//      and takes it with one exchange; thieves take it with a CAS;
 //   3. its Chase–Lev deque, newest first (new fibers, fibers whose park raced an
 //      unpark, fired timers);
 //   4. its MPSC inbox: fibers unparked by other threads (plain OS threads, other
 //      Runtimes' fibers), drained into the deque;
 //   5. the global FIFO (yielded fibers, overflow, the root fiber).
 // An idle worker then steals the oldest fiber of other workers' deques, nearest
-// first in the hwloc tree (topology.h).
+// first in the hwloc tree (topology.h), and last a stale runnext (see 2.).
 //
 // Idle protocol (no lost wake-ups)
 //   A worker with nothing to run spins for `idle_spin` (counted in `spinners`),
 //   then announces sleep (sleep_word = 1, ++sleepers, seq_cst), re-checks every
 //   queue, and futex-waits on sleep_word with the earliest timer as timeout.
+//   Stale runnext slots: while any worker is busy (runs fibers: `busy` counts
+//   them), a sleeping worker wakes every kRunnextPoll (1 ms; kRunnextStale
+//   while it watches a full slot) to look at the others' runnext slots — a busy worker's fiber may
+//   fill its slot and then run on without parking. Only when no worker is busy does it sleep "deep"
+//   (no poll). A worker that turns busy wakes a deep sleeper so that one starts
+//   polling: busy++ then load deep_sleepers, against deep_sleepers++ then load
+//   busy (all seq_cst), so a deep sleeper cannot miss a busy worker (Dekker).
 //   Producers: a push to a specific worker's inbox is followed (seq_cst) by a
 //   check of that worker's sleep_word and a futex wake; a push to a deque or the
 //   global FIFO is followed by a seq_cst fence and, when some worker sleeps and
@@ -50,9 +62,9 @@
 //   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
 //             a worker's check costs a load while none is due); every worker
 //             fires due entries when it picks work, and sleeping workers time
-//             their futex wait to the earliest deadline. An expired entry whose sequence still matches CASes -1 → 2 and makes
-//             the fiber runnable; park_until() then reports a timeout (unless
-//             woken early by a stale entry: a spurious wake-up, allowed).
+//             their futex wait to the earliest deadline. An expired entry whose sequence still
+//             matches CASes -1 → 2 and makes the fiber runnable; park_until() then reports a
+//             timeout (unless woken early by a stale entry: a spurious wake-up, allowed).
 #pragma once
 
 #include <atomic>
@@ -129,6 +141,11 @@ class worker {
   // --- on this worker's thread ---
   fiber_record* pick_local();
   fiber_record* steal();
+  /// A runnext slot of another worker that has sat unpicked for kRunnextStale.
+  fiber_record* steal_stale_runnext();
+  /// The idle phases: spin, then sleep (deep or polling); returns work, or null
+  /// when the Runtime stops.
+  fiber_record* idle();
   /// Switches from the running context to `next`; returns when the caller is
   /// resumed (possibly on another worker: never touch `this` afterwards).
   void switch_to(fiber_record* next, post_action act);
@@ -139,6 +156,7 @@ class worker {
   [[noreturn]] void finish_current();
   void push_local(fiber_record* f);
   void make_runnext(fiber_record* f);
+  fiber_record* take_runnext() noexcept;
   void push_fired(std::vector<fiber_record*>& fired);
   fiber_record* take_record();
   sched::stack_mem take_stack();
@@ -170,16 +188,28 @@ class worker {
   }
 
   sched::chase_lev_deque<fiber_record> deque_;
-  fiber_record* runnext_ = nullptr;  // owner only: not stealable (Tokio's LIFO slot)
+  // Filled only by the owner; emptied by the owner (exchange) or a thief (CAS).
+  // Its own line with tick_: idle thieves read both.
+  alignas(64) std::atomic<fiber_record*> runnext_{nullptr};
+  std::atomic<std::uint32_t> tick_{0};  // picks so far; written by the owner only
   sched::mpsc_inbox<fiber_record> inbox_;
   alignas(64) std::atomic<std::uint32_t> sleep_word_{0};
+  std::atomic<bool> deep_{false};  // asleep without polling (see the idle protocol)
 
   alignas(64) fiber_record sched_rec_;  // the worker thread's own stack, as a record
   fiber_record* current_ = &sched_rec_;
   fiber_record* prev_ = nullptr;
   post_action post_ = post_action::none;
-  std::uint32_t tick_ = 0;
   std::uint32_t runnext_streak_ = 0;
+  /// What this worker last saw in each other worker's runnext slot: the fiber,
+  /// that worker's tick_, and since when.
+  struct runnext_sighting {
+    fiber_record* fiber = nullptr;
+    std::uint32_t tick = 0;
+    std::chrono::steady_clock::time_point since{};
+  };
+  std::vector<runnext_sighting> sightings_;
+  bool watching_ = false;                // the last look saw a full slot, not yet stale
   std::uint64_t timers_checked_at_ = 0;  // cpu_ticks() at the last look at the clock
   waiter* thread_waiter_ = nullptr;
   std::vector<fiber_record*> fired_;
@@ -204,6 +234,8 @@ class runtime_impl {
   void notify_work() noexcept;
   /// Wakes one sleeping worker, if any.
   void wake_one_sleeper() noexcept;
+  /// Wakes one worker sleeping deep (not polling runnext slots), if any.
+  void wake_deep_sleeper() noexcept;
   void fiber_finished() noexcept;
   /// Timers are runtime-wide, so any worker fires them — also when the worker a
   /// fiber parked on is held by a fiber that never parks.
@@ -222,6 +254,8 @@ class runtime_impl {
   sched::global_fifo<fiber_record> global;
   alignas(64) std::atomic<int> sleepers{0};
   std::atomic<int> spinners{0};
+  std::atomic<int> busy{0};           // workers outside their idle phases
+  std::atomic<int> deep_sleepers{0};  // sleepers that do not poll runnext slots
   alignas(64) std::atomic<std::int64_t> live{0};
   std::atomic<bool> stopping{false};
   std::atomic<bool> all_done{false};
@@ -229,7 +263,8 @@ class runtime_impl {
   std::atomic<int> remote_inflight{0};  // remote wakers still inside schedule_woken()
   waiter* run_waiter = nullptr;
   std::atomic<std::uint64_t> next_id{1};
-  std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0};
+  std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0},
+      runnext_steals{0};
 };
 
 /// Drops one reference; the last one returns the record to the pool.

@@ -1,8 +1,8 @@
 // The fiber runtime: Runtime::run, fiber/spawn/this_fiber/fiber_local, the park
 // path of fibers, work stealing, remote wake-ups of sleeping workers, timers,
 // shutdown, stack overflow reporting.
-#include <tessera/runtime.h>
 #include <tessera/latch.h>
+#include <tessera/runtime.h>
 #include <tessera/semaphore.h>
 
 #include <algorithm>
@@ -397,6 +397,43 @@ TEST(Scheduler, RunnextCannotStarveTheQueue) {
     b.join();
   });
   SUCCEED();
+}
+
+TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
+  // Fiber `a` arrives last at a latch, which wakes `b` into a's worker's runnext
+  // slot, and then computes instead of parking until b has run. Only another
+  // worker can run b: it must steal it from the slot (Go steals runnext; a slot
+  // nobody may steal leaves b waiting for as long as a runs — here for ever).
+  // With idle_spin 0 the other worker is asleep and finds b by polling.
+  watchdog dog("runnext stealing", 120s);
+  for (const auto spin : {std::chrono::microseconds(50), std::chrono::microseconds(0)}) {
+    Runtime rt({.workers = 2, .idle_spin = spin});
+    rt.run([&] {
+      for (int round = 0; round < 20; ++round) {
+        latch started(2);
+        std::atomic<bool> b_ran{false};
+        bool gave_up = false;
+        // b is newer in the spawning worker's deque, so it usually runs and
+        // waits first, and a arrives last.
+        fiber a([&] {
+          started.arrive_and_wait();
+          const auto give_up = clock::now() + 10s;
+          while (!b_ran.load() && clock::now() < give_up) {
+          }
+          gave_up = !b_ran.load();
+        });
+        fiber b([&] {
+          started.arrive_and_wait();
+          b_ran = true;
+        });
+        a.join();
+        b.join();
+        ASSERT_FALSE(gave_up) << "idle_spin " << spin.count() << " us, round " << round
+                              << ": the woken fiber never ran while its waker computed";
+      }
+    });
+    EXPECT_GT(rt.stats().runnext_steals, 0u) << "idle_spin " << spin.count() << " us";
+  }
 }
 
 TEST(Scheduler, ParkUnparkRaceStress) {

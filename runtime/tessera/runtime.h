@@ -15,7 +15,8 @@
 // Scheduling (sched/, documented in sched/scheduler.h): per-worker Chase–Lev
 // deques (owner LIFO, thieves FIFO) with work stealing nearest-first over the
 // hwloc tree; a LIFO "run next" slot for fibers woken by a fiber (as in Go and
-// Tokio), bounded so it cannot starve the queue; an MPSC inbox per worker for
+// Tokio), bounded so it cannot starve the queue, and stolen by an idle worker
+// when its waker runs on for 50 µs instead of parking; an MPSC inbox per worker for
 // wake-ups from other threads; a global FIFO for yields; a runtime-wide timer heap;
 // idle workers spin for `idle_spin`, then sleep on a futex until work or a timer
 // arrives. Scheduling is cooperative: a fiber runs until it parks, yields or ends.
@@ -106,13 +107,12 @@ class fiber_task {
     void (*destroy)(void*) noexcept;
   };
   template <class D>
-  static constexpr ops inline_ops{
-      [](void* p) { (*static_cast<D*>(p))(); },
-      [](void* from, void* to) noexcept {
-        ::new (to) D(std::move(*static_cast<D*>(from)));
-        static_cast<D*>(from)->~D();
-      },
-      [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
+  static constexpr ops inline_ops{[](void* p) { (*static_cast<D*>(p))(); },
+                                  [](void* from, void* to) noexcept {
+                                    ::new (to) D(std::move(*static_cast<D*>(from)));
+                                    static_cast<D*>(from)->~D();
+                                  },
+                                  [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
   template <class D>
   static constexpr ops heap_ops{
       [](void* p) { (**static_cast<D**>(p))(); },
@@ -136,10 +136,10 @@ std::uint64_t current_fiber_id() noexcept;
 
 template <class F, class... Args>
 fiber_task bind_task(F&& f, Args&&... args) {
-  return fiber_task([fn = std::forward<F>(f),
-                     tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
-    std::apply([&fn](auto&... a) { std::invoke(fn, std::move(a)...); }, tup);
-  });
+  return fiber_task(
+      [fn = std::forward<F>(f), tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
+        std::apply([&fn](auto&... a) { std::invoke(fn, std::move(a)...); }, tup);
+      });
 }
 
 // Fiber-local storage: one slot map per fiber (and per OS thread, for callers
@@ -192,10 +192,11 @@ class Runtime {
   /// Counters since construction (for tests and benchmarks).
   struct statistics {
     std::uint64_t fibers_started = 0;
-    std::uint64_t steals = 0;           // fibers taken from another worker's deque
-    std::uint64_t remote_wakeups = 0;   // unparks that went through an inbox
-    std::uint64_t worker_sleeps = 0;    // times a worker went to sleep on its futex
-    unsigned sleeping_workers = 0;      // workers asleep right now
+    std::uint64_t steals = 0;          // fibers taken from another worker (deque or runnext)
+    std::uint64_t runnext_steals = 0;  // of those, from a stale runnext slot
+    std::uint64_t remote_wakeups = 0;  // unparks that went through an inbox
+    std::uint64_t worker_sleeps = 0;   // times a worker went to sleep on its futex
+    unsigned sleeping_workers = 0;     // workers asleep right now
   };
   statistics stats() const noexcept;
 
