@@ -12,6 +12,8 @@
 //                seed 001 §3): tessera::counting_semaphore (FIFO) and
 //                tessera::mutex (barging, eventually fair) vs boost::fibers::mutex,
 //                iterations/s
+//   latency      the same loop with tessera::mutex and boost::fibers::mutex,
+//                every 16th lock() timed: p99.9 and max wait, µs (fairness)
 //   memory       100,000 fibers parked on a semaphore: RSS per parked fiber
 //
 // Boost.Fiber's work_stealing can be set up once per process (static state), so
@@ -272,20 +274,32 @@ double boost_yield(int n) {
 }
 
 // ---- semabench in fibers ---------------------------------------------------------------
-// The paper's loop with F fibers for `secs` seconds; returns iterations/s.
+// The paper's loop with F fibers for `secs` seconds; returns iterations/s. With
+// `waits`, every 16th acquisition is timed and its wait (ns) appended there.
 template <class Fiber, class Lock, class Sleep>
-double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for) {
+double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for,
+                      std::vector<std::uint32_t>* waits = nullptr) {
   std::mt19937 shared_rng(1);
   std::atomic<bool> stop{false};
   std::atomic<long> total{0};
+  std::vector<std::vector<std::uint32_t>> per_fiber(waits != nullptr ? fibers : 0);
   std::vector<Fiber> fs;
   const auto t0 = steady::now();
   for (int i = 0; i < fibers; ++i) {
     fs.emplace_back([&, i] {
       std::mt19937 mine(static_cast<unsigned>(i));
+      std::vector<std::uint32_t>* my_waits = waits != nullptr ? &per_fiber[i] : nullptr;
       long n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        lock.acquire();
+        if (my_waits != nullptr && (n & 15) == 0) {
+          const auto a = steady::now();
+          lock.acquire();
+          const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - a);
+          my_waits->push_back(
+              static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+        } else {
+          lock.acquire();
+        }
         shared_rng();
         lock.release();
         mine();
@@ -297,7 +311,25 @@ double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for) {
   sleep_for(std::chrono::duration<double>(secs));
   stop = true;
   for (auto& f : fs) f.join();
-  return static_cast<double>(total.load()) / seconds_since(t0);
+  const double rate = static_cast<double>(total.load()) / seconds_since(t0);
+  if (waits != nullptr) {
+    for (auto& w : per_fiber) waits->insert(waits->end(), w.begin(), w.end());
+  }
+  return rate;
+}
+
+// The acquisition-latency tail of one timed run: p99.9 and max, µs.
+struct latency_tail {
+  double p999_us = 0, max_us = 0;
+};
+latency_tail tail_of(std::vector<std::uint32_t>& waits) {
+  latency_tail t;
+  if (waits.empty()) return t;
+  const auto k = static_cast<std::size_t>(static_cast<double>(waits.size() - 1) * 0.999);
+  std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
+  t.p999_us = waits[k] / 1000.0;
+  t.max_us = *std::max_element(waits.begin(), waits.end()) / 1000.0;
+  return t;
 }
 
 struct tessera_lock {
@@ -367,7 +399,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per figure (median)")->check(CLI::Range(1, 100));
   app.add_flag("--quick", quick, "fewer rounds (for CI)");
   app.add_option("--only", only, "benchmarks to run")
-      ->check(CLI::IsMember({"skynet", "pingpong", "create-join", "yield", "semabench", "memory"}));
+      ->check(CLI::IsMember(
+          {"skynet", "pingpong", "create-join", "yield", "semabench", "latency", "memory"}));
   app.add_option("--fibers", fiber_counts, "fiber counts for semabench (comma-separated)")
       ->delimiter(',')
       ->check(CLI::Range(1, 100000));
@@ -479,6 +512,48 @@ int main(int argc, char** argv) {
                       " (tessera::counting_semaphore, FIFO, vs Boost fibers::mutex)"});
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
                       " (tessera::mutex vs Boost fibers::mutex)"});
+    }
+  }
+  if (want("latency")) {
+    // Fairness: how long the longest acquisitions of the fiber mutexes wait.
+    // Separate runs from the throughput figures (timing costs two clock reads
+    // per 16 iterations). p99.9: median over runs; max: over all runs.
+    tessera::Runtime rt({.workers = 2});
+    for (int f : fiber_counts) {
+      std::printf("mutex latency F=%d ...\n", f);
+      std::fflush(stdout);
+      std::vector<double> tp, bp;
+      double tmax = 0, bmax = 0;
+      for (int r = 0; r < runs; ++r) {
+        std::vector<std::uint32_t> tw, bw;
+        rt.run([&] {
+          tessera_mutex_lock lock;
+          semabench_loop<tessera::fiber>(
+              f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); }, &tw);
+        });
+        boost_pool::get().run([&] {
+          boost_lock lock;
+          return semabench_loop<bf::fiber>(
+              f, seconds, lock,
+              [](auto d) {
+                boost::this_fiber::sleep_for(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+              },
+              &bw);
+        });
+        const latency_tail t = tail_of(tw), b = tail_of(bw);
+        tp.push_back(t.p999_us);
+        bp.push_back(b.p999_us);
+        tmax = std::max(tmax, t.max_us);
+        bmax = std::max(bmax, b.max_us);
+      }
+      std::sort(tp.begin(), tp.end());
+      std::sort(bp.begin(), bp.end());
+      const std::string fs = std::to_string(f);
+      rows.push_back({"  mutex F=" + fs + " p99.9 wait", "us", tp[tp.size() / 2], bp[bp.size() / 2],
+                      true, " (every 16th lock() timed; median of runs)"});
+      rows.push_back({"  mutex F=" + fs + " max wait", "us", tmax, bmax, true,
+                      " (longest timed lock() over all runs)"});
     }
   }
   if (want("memory")) {
