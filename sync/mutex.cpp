@@ -111,7 +111,7 @@ void mutex_core::unlock_slow() {
   // timer): at most one hand-off per `handoff_after`, so a hand-off to a
   // sleeping thread — while nobody holds the lock yet nobody may take it —
   // costs little throughput.
-  const bool handoff = fair_handoff_due(n->since, next_fair_, handoff_after);
+  const bool handoff = fair_handoff_due(*n, n->since, next_fair_, handoff_after);
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   if (!handoff) {
     // One wake-up in flight is enough. A CAS, not a load and a fetch_and: a

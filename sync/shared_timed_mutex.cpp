@@ -269,7 +269,7 @@ void shared_timed_mutex::unlock_slow() {
     return;
   }
   // Rate-limited fairness, as tessera::mutex.
-  const bool handoff = detail::fair_handoff_due(head->since, next_fair_, handoff_after);
+  const bool handoff = detail::fair_handoff_due(*head, head->since, next_fair_, handoff_after);
   const int mark = handoff ? 2 : 1;
   // Whom to wake: a writer at the head alone; otherwise every queued reader,
   // and the first queued writer too, to compete (readers never call unlock_slow:
