@@ -411,11 +411,16 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
     rt.run([&] {
       for (int round = 0; round < 20; ++round) {
         latch started(2);
-        std::atomic<bool> b_ran{false};
+        std::atomic<bool> b_arrived{false}, b_ran{false};
         bool gave_up = false;
-        // b is newer in the spawning worker's deque, so it usually runs and
-        // waits first, and a arrives last.
+        // a arrives last, once b has had ample time (1 ms) to park in the
+        // latch: had b not parked yet, it would need no wake-up and the steal
+        // would go untested (under TSan, with b on the other worker, that
+        // happened in most runs).
         fiber a([&] {
+          while (!b_arrived.load()) this_fiber::yield();
+          for (const auto t = clock::now() + 1ms; clock::now() < t;) {
+          }
           started.arrive_and_wait();
           const auto give_up = clock::now() + 10s;
           while (!b_ran.load() && clock::now() < give_up) {
@@ -423,6 +428,7 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
           gave_up = !b_ran.load();
         });
         fiber b([&] {
+          b_arrived = true;
           started.arrive_and_wait();
           b_ran = true;
         });
