@@ -217,8 +217,7 @@ void worker::thread_main() {
   sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
 #endif
   for (;;) {
-    fiber_record* f = pick_local();
-    if (f == nullptr) f = steal();
+    fiber_record* f = find_work(false);
     if (f == nullptr) {
       if (rt.stopping.load(std::memory_order_acquire)) break;
       f = idle();
@@ -229,16 +228,17 @@ void worker::thread_main() {
   tls_worker = nullptr;
 }
 
+fiber_record* worker::find_work(bool look_at_runnext) {
+  fiber_record* f = pick_local();
+  if (f == nullptr) f = steal();
+  if (f == nullptr && look_at_runnext) f = steal_stale_runnext();
+  return f;
+}
+
 fiber_record* worker::idle() {
   // Other workers' runnext slots are looked at every 32nd spin (every few µs:
   // the owner writes that line at every pick, so each look costs it a miss)
   // and at every wake-up from sleep.
-  auto find_work = [this](bool look_at_runnext) {
-    fiber_record* f = pick_local();
-    if (f == nullptr) f = steal();
-    if (f == nullptr && look_at_runnext) f = steal_stale_runnext();
-    return f;
-  };
   rt.busy.fetch_sub(1, std::memory_order_seq_cst);
   fiber_record* f = nullptr;
   bool spin = true;

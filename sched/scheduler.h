@@ -33,11 +33,12 @@
 //   queue, and futex-waits on sleep_word with the earliest timer as timeout.
 //   Stale runnext slots: while any worker is busy (runs fibers: `busy` counts
 //   them), a sleeping worker wakes every kRunnextPoll (1 ms; kRunnextStale
-//   while it watches a full slot) to look at the others' runnext slots — a busy worker's fiber may
-//   fill its slot and then run on without parking. Only when no worker is busy does it sleep "deep"
-//   (no poll). A worker that turns busy wakes a deep sleeper so that one starts
-//   polling: busy++ then load deep_sleepers, against deep_sleepers++ then load
-//   busy (all seq_cst), so a deep sleeper cannot miss a busy worker (Dekker).
+//   while it watches a full slot) to look at the others' runnext slots — a
+//   busy worker's fiber may fill its slot and then run on without parking.
+//   Only when no worker is busy does it sleep "deep" (no poll). A worker that
+//   turns busy wakes a deep sleeper so that one starts polling: busy++ then
+//   load deep_sleepers, against deep_sleepers++ then load busy (all seq_cst),
+//   so a deep sleeper cannot miss a busy worker (Dekker).
 //   Producers: a push to a specific worker's inbox is followed (seq_cst) by a
 //   check of that worker's sleep_word and a futex wake; a push to a deque or the
 //   global FIFO is followed by a seq_cst fence and, when some worker sleeps and
@@ -62,9 +63,10 @@
 //   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
 //             a worker's check costs a load while none is due); every worker
 //             fires due entries when it picks work, and sleeping workers time
-//             their futex wait to the earliest deadline. An expired entry whose sequence still
-//             matches CASes -1 → 2 and makes the fiber runnable; park_until() then reports a
-//             timeout (unless woken early by a stale entry: a spurious wake-up, allowed).
+//             their futex wait to the earliest deadline. An expired entry
+//             whose sequence still matches CASes -1 → 2 and makes the fiber
+//             runnable; park_until() then reports a timeout (unless woken
+//             early by a stale entry: a spurious wake-up, allowed).
 #pragma once
 
 #include <atomic>
@@ -141,6 +143,8 @@ class worker {
   // --- on this worker's thread ---
   fiber_record* pick_local();
   fiber_record* steal();
+  /// Local work, then other workers' deques, then (if asked) a stale runnext slot.
+  fiber_record* find_work(bool look_at_runnext);
   /// A runnext slot of another worker that has sat unpicked for kRunnextStale.
   fiber_record* steal_stale_runnext();
   /// The idle phases: spin, then sleep (deep or polling); returns work, or null

@@ -108,9 +108,9 @@ void mutex_core::unlock_slow() {
   }
   // We are about to wake someone (a futex wake for a thread): a clock read is
   // cheap next to that. Fair unlocks are rate-limited (parking_lot's "be fair"
-  // timer): at most one hand-off per `handoff_after`, so a hand-off to a
-  // sleeping thread — while nobody holds the lock yet nobody may take it —
-  // costs little throughput.
+  // timer): at most one hand-off per `handoff_after` to a thread, so a hand-off
+  // to a sleeping thread — while nobody holds the lock yet nobody may take it —
+  // costs little throughput (fibers: per kFiberHandoffInterval, park_list.h).
   const bool handoff = fair_handoff_due(*n, n->since, next_fair_, handoff_after);
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   if (!handoff) {

@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include "../wait_tail.h"
+
 namespace {
 
 using steady = std::chrono::steady_clock;
@@ -292,11 +294,7 @@ double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for,
       long n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         if (my_waits != nullptr && (n & 15) == 0) {
-          const auto a = steady::now();
-          lock.acquire();
-          const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - a);
-          my_waits->push_back(
-              static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+          tessera::samples::timed_acquire(*my_waits, [&] { lock.acquire(); });
         } else {
           lock.acquire();
         }
@@ -316,20 +314,6 @@ double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for,
     for (auto& w : per_fiber) waits->insert(waits->end(), w.begin(), w.end());
   }
   return rate;
-}
-
-// The acquisition-latency tail of one timed run: p99.9 and max, µs.
-struct latency_tail {
-  double p999_us = 0, max_us = 0;
-};
-latency_tail tail_of(std::vector<std::uint32_t>& waits) {
-  latency_tail t;
-  if (waits.empty()) return t;
-  const auto k = static_cast<std::size_t>(static_cast<double>(waits.size() - 1) * 0.999);
-  std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
-  t.p999_us = waits[k] / 1000.0;
-  t.max_us = *std::max_element(waits.begin(), waits.end()) / 1000.0;
-  return t;
 }
 
 struct tessera_lock {
@@ -541,7 +525,7 @@ int main(int argc, char** argv) {
               },
               &bw);
         });
-        const latency_tail t = tail_of(tw), b = tail_of(bw);
+        const auto t = tessera::samples::tail_of(tw), b = tessera::samples::tail_of(bw);
         tp.push_back(t.p999_us);
         bp.push_back(b.p999_us);
         tmax = std::max(tmax, t.max_us);

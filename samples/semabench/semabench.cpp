@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "../wait_tail.h"
+
 namespace {
 
 // ---- the contenders: each is a semaphore or a lock with acquire/release ------
@@ -192,12 +194,7 @@ run_result run_once(int threads, double seconds) {
           }
         } else {
           if (g_latency && (n & 15) == 0) {
-            const auto t0 = clock_type::now();
-            sem->acquire();
-            const auto ns =
-                std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0);
-            my_waits.push_back(
-                static_cast<std::uint32_t>(std::min<std::int64_t>(ns.count(), UINT32_MAX)));
+            tessera::samples::timed_acquire(my_waits, [&] { sem->acquire(); });
           } else {
             sem->acquire();
           }
@@ -230,12 +227,9 @@ run_result run_once(int threads, double seconds) {
       static_cast<double>(total) / std::chrono::duration<double>(stop_time - start).count();
   std::vector<std::uint32_t> all;
   for (auto& w : waits) all.insert(all.end(), w.begin(), w.end());
-  if (!all.empty()) {
-    const auto k = static_cast<std::size_t>(static_cast<double>(all.size() - 1) * 0.999);
-    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end());
-    r.p999_us = all[k] / 1e3;
-    r.max_us = *std::max_element(all.begin(), all.end()) / 1e3;
-  }
+  const tessera::samples::wait_tail tail = tessera::samples::tail_of(all);
+  r.p999_us = tail.p999_us;
+  r.max_us = tail.max_us;
   return r;
 }
 
