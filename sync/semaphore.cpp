@@ -23,11 +23,20 @@ std::string count_text(std::ptrdiff_t max) {
 // Outcome of the short-term spin.
 enum class spin_result { admitted, exhausted, timed_out };
 
+// How long the lobby's oldest member waits before it takes a ticket even though
+// the queue is full (restricted admission's long-term fairness). A thread: 1 ms,
+// as the mutex's fair hand-off, since each forced entry costs the circulating
+// threads a futex wake and a context switch. A fiber: kFiberHandoffInterval.
+constexpr std::chrono::milliseconds kLobbyFairnessThread{1};
+
 }  // namespace
 
-twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
-    // Drop the low bits, which alignment makes zero, before they enter TWAHash.
-    : hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) *
+twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
+    : window_(mode == admission::fifo
+                  ? 0
+                  : twa_config().admission_window.load(std::memory_order_relaxed)),
+      // Drop the low bits, which alignment makes zero, before they enter TWAHash.
+      hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) *
                  0x9E37u) {
   if (desired < 0 || desired > max) {
     throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
@@ -40,7 +49,7 @@ twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
 twa_semaphore::~twa_semaphore() {
 #if TESSERA_CHECKS
   const auto queued = static_cast<std::int64_t>(ticket_.load() - grant_.load());
-  if (queued > static_cast<std::int64_t>(cancelled_.load())) {
+  if (queued > static_cast<std::int64_t>(cancelled_.load()) || lobby_.load() != 0) {
     misuse_abort("tessera::counting_semaphore destroyed while threads or fibers wait on it");
   }
 #endif
@@ -182,6 +191,100 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
 #endif
   wake(old_grant, n, tickets);
   if (cancelled_.load(std::memory_order_seq_cst) != 0) forward_cancelled();
+  // release(n) admitted fewer tickets than n, or forwarded permits past
+  // cancelled tickets to nobody: the rest are free, call the lobby in.
+  if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+}
+
+bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* deadline) {
+  using clock = std::chrono::steady_clock;
+  park_node n;
+  n.who = self();
+  lobby_lock_.lock();
+  lobby_list_.push_back(n);
+  // Dekker pair with release(): "RMW lobby_; LD grant" (permit_free, in
+  // admit_from_lobby) here against "RMW grant; LD lobby_" there, all seq_cst.
+  // A release that read 0 and skipped the lobby left a permit we see here.
+  lobby_.fetch_add(1, std::memory_order_seq_cst);
+  lobby_lock_.unlock();
+  admit_from_lobby();
+
+  const clock::duration fairness =
+      n.who->ops->spin_pays ? clock::duration(kLobbyFairnessThread) : kFiberHandoffInterval;
+  bool head = false;
+  clock::time_point head_since{};
+  std::uint64_t grant_then = 0;
+  for (;;) {
+    if (n.woken.load(std::memory_order_acquire) != 0) return true;  // admitted
+    // Only the oldest member keeps a fairness timer; whoever takes the oldest
+    // out unparks the next, which starts its own (front() is a lock-free hint).
+    if (!head && lobby_list_.front() == &n) {
+      head = true;
+      head_since = clock::now();
+      grant_then = grant_.load(std::memory_order_relaxed);
+    }
+    const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
+    const clock::time_point wake_at =
+        deadline != nullptr ? std::min(*deadline, forced_at) : forced_at;
+    if (wake_at == clock::time_point::max()) {
+      park();
+      continue;
+    }
+    if (park_until(wake_at)) continue;
+    const auto now = clock::now();
+    const bool expired = deadline != nullptr && now >= *deadline;
+    if (!expired && now < forced_at) continue;
+    if (!expired) {
+      // Oldest for `fairness`. If the grant has not moved, nobody passed us (the
+      // holders just hold): a ticket would buy nothing, so stay and look again.
+      const std::uint64_t g = grant_.load(std::memory_order_relaxed);
+      if (g == grant_then) {
+        head_since = now;
+        continue;
+      }
+    }
+    // Leave the lobby: the deadline passed, or the queue moved on without us
+    // for `fairness` while we were oldest.
+    lobby_lock_.lock();
+    if (n.woken.load(std::memory_order_acquire) != 0) {  // admitted meanwhile
+      lobby_lock_.unlock();
+      return true;
+    }
+    const bool was_front = lobby_list_.front() == &n;
+    lobby_list_.unlink(n);
+    lobby_.fetch_sub(1, std::memory_order_seq_cst);
+    park_node* next = was_front ? lobby_list_.front() : nullptr;
+    waiter* next_who = next != nullptr ? next->who : nullptr;
+    lobby_lock_.unlock();
+    if (next_who != nullptr) unpark(next_who);
+    return !expired;
+  }
+}
+
+bool twa_semaphore::enter_from_lobby(const std::chrono::steady_clock::time_point* deadline) {
+  const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
+  // More permits free than ours (release(n), or several releases while we
+  // woke): the next lobby member may have one.
+  if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+  if (admitted(t)) return true;
+  return wait(t, deadline);
+}
+
+void twa_semaphore::admit_from_lobby() noexcept {
+  lobby_lock_.lock();
+  park_node* oldest = lobby_list_.front();
+  if (oldest == nullptr || !permit_free()) {
+    lobby_lock_.unlock();
+    return;
+  }
+  lobby_list_.unlink(*oldest);
+  lobby_.fetch_sub(1, std::memory_order_seq_cst);
+  park_node* next = lobby_list_.front();
+  waiter* next_who = next != nullptr ? next->who : nullptr;  // the new oldest: starts its timer
+  waiter* who = park_list::mark(*oldest, 1);
+  lobby_lock_.unlock();
+  unpark(who);
+  if (next_who != nullptr) unpark(next_who);
 }
 
 void twa_semaphore::forward_cancelled() {

@@ -4,8 +4,11 @@
 #include <tessera/ticket_semaphore.h>
 #include <tessera/twa_spin_semaphore.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -24,8 +27,7 @@ namespace {
 // for fibers, and its tests run in every environment.)
 template <class S>
 class AnySemaphore : public ::testing::Test {};
-using SemaphoreTypes =
-    ::testing::Types<counting_semaphore<>, ticket_semaphore, twa_spin_semaphore>;
+using SemaphoreTypes = ::testing::Types<counting_semaphore<>, ticket_semaphore, twa_spin_semaphore>;
 TYPED_TEST_SUITE(AnySemaphore, SemaphoreTypes);
 
 TYPED_TEST(AnySemaphore, InitialCountIsExactlyTheNumberOfFreePermits) {
@@ -74,34 +76,55 @@ TYPED_TEST(AnySemaphore, NegativeReleaseThrowsAndChangesNothing) {
 struct tuning {
   std::uint32_t threshold;
   std::uint32_t spins;
+  std::uint32_t window;  // admission_window: 0 is strict FIFO (no lobby)
+};
+
+// Sets the process-wide TWA tuning for one test and restores it afterwards.
+class scoped_tuning {
+ public:
+  explicit scoped_tuning(tuning t)
+      : saved_{twa_config().long_term_threshold.load(), twa_config().spin_iterations.load(),
+               twa_config().admission_window.load()} {
+    set(t);
+  }
+  ~scoped_tuning() { set(saved_); }
+  scoped_tuning(const scoped_tuning&) = delete;
+  scoped_tuning& operator=(const scoped_tuning&) = delete;
+
+ private:
+  static void set(tuning t) {
+    twa_config().long_term_threshold = t.threshold;
+    twa_config().spin_iterations = t.spins;
+    twa_config().admission_window = t.window;
+  }
+  tuning saved_;
 };
 
 class Twa : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> {
  protected:
-  void SetUp() override {
-    saved_ = {twa_config().long_term_threshold.load(), twa_config().spin_iterations.load()};
-    twa_config().long_term_threshold = std::get<0>(GetParam()).threshold;
-    twa_config().spin_iterations = std::get<0>(GetParam()).spins;
-  }
-  void TearDown() override {
-    twa_config().long_term_threshold = saved_.threshold;
-    twa_config().spin_iterations = saved_.spins;
-  }
+  void SetUp() override { tuned_.emplace(std::get<0>(GetParam())); }
+  void TearDown() override { tuned_.reset(); }
   exec_kind kind() const { return std::get<1>(GetParam()); }
-  tuning saved_{};
+  std::optional<scoped_tuning> tuned_;
 };
 
-// Every TWA test runs under three waiting strategies and in every execution
-// environment (threads, fibers on 1/2/4 workers, fibers and threads mixed).
-INSTANTIATE_TEST_SUITE_P(
-    Strategies, Twa,
-    ::testing::Combine(::testing::Values(tuning{1, 1024}, tuning{0, 0}, tuning{3, 16}),
-                       ::testing::ValuesIn(all_exec_kinds())),
-    [](const auto& p) {
-      const tuning tu = std::get<0>(p.param);
-      return "threshold" + std::to_string(tu.threshold) + "_spin" + std::to_string(tu.spins) + "_" +
-             to_string(std::get<1>(p.param));
-    });
+// Every TWA test runs under four waiting strategies and in every execution
+// environment (threads, fibers on 1/2/4 workers, fibers and threads mixed): the
+// defaults (restricted admission, window 1); strict FIFO parking at once, and
+// with long-term waiting (threshold 3, the successor-of-successor poke); and a
+// lobby behind a queue of 2 with long-term waiting.
+INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
+                         ::testing::Combine(::testing::Values(tuning{1, 1024, 1}, tuning{0, 0, 0},
+                                                              tuning{3, 16, 0}, tuning{3, 16, 2}),
+                                            ::testing::ValuesIn(all_exec_kinds())),
+                         [](const auto& p) {
+                           const tuning tu = std::get<0>(p.param);
+                           return "threshold" + std::to_string(tu.threshold) + "_spin" +
+                                  std::to_string(tu.spins) +
+                                  (tu.window == 0 ? std::string("_fifo")
+                                                  : "_window" + std::to_string(tu.window)) +
+                                  "_" + to_string(std::get<1>(p.param));
+                         });
 
 // counting_semaphore as a lock, contended by participants of every kind.
 TEST_P(Twa, ActsAsMutexUnderContention) {
@@ -265,33 +288,47 @@ TEST_P(Twa, StressMixedTimedAcquisitionConservesPermits) {
   std::atomic<long> acquired{0}, released{0};
   std::atomic<int> holders{0}, max_holders{0};
   run_all(kind(), kThreads, [&](int id) {
-      std::mt19937 rng(1234u + static_cast<unsigned>(id));
-      for (int it = 0; it < kIters && clock::now() < time_budget; ++it) {
-        int got = 0;
-        switch (rng() % 7) {
-          case 0: s.acquire(); got = 1; break;
-          case 1: got = s.try_acquire(); break;
-          case 2: got = s.try_acquire_for(0ms); break;
-          case 3: got = s.try_acquire_for(std::chrono::microseconds(rng() % 20)); break;
-          case 4: got = s.try_acquire_until(clock::now() + std::chrono::microseconds(rng() % 200)); break;
-          case 5: got = s.try_acquire_for(50ms); break;
-          case 6:  // take two, give both back with one release(2)
-            if (s.try_acquire_for(1ms)) {
-              got = 1;
-              if (s.try_acquire_for(std::chrono::microseconds(100))) got = 2;
-            }
-            break;
-        }
-        if (got == 0) continue;
-        acquired.fetch_add(got);
-        const int h = holders.fetch_add(got) + got;
-        int m = max_holders.load();
-        while (h > m && !max_holders.compare_exchange_weak(m, h)) {}
-        if (rng() % 4 == 0) yield_now();
-        holders.fetch_sub(got);
-        released.fetch_add(got);
-        s.release(got);
+    std::mt19937 rng(1234u + static_cast<unsigned>(id));
+    for (int it = 0; it < kIters && clock::now() < time_budget; ++it) {
+      int got = 0;
+      switch (rng() % 7) {
+        case 0:
+          s.acquire();
+          got = 1;
+          break;
+        case 1:
+          got = s.try_acquire();
+          break;
+        case 2:
+          got = s.try_acquire_for(0ms);
+          break;
+        case 3:
+          got = s.try_acquire_for(std::chrono::microseconds(rng() % 20));
+          break;
+        case 4:
+          got = s.try_acquire_until(clock::now() + std::chrono::microseconds(rng() % 200));
+          break;
+        case 5:
+          got = s.try_acquire_for(50ms);
+          break;
+        case 6:  // take two, give both back with one release(2)
+          if (s.try_acquire_for(1ms)) {
+            got = 1;
+            if (s.try_acquire_for(std::chrono::microseconds(100))) got = 2;
+          }
+          break;
       }
+      if (got == 0) continue;
+      acquired.fetch_add(got);
+      const int h = holders.fetch_add(got) + got;
+      int m = max_holders.load();
+      while (h > m && !max_holders.compare_exchange_weak(m, h)) {
+      }
+      if (rng() % 4 == 0) yield_now();
+      holders.fetch_sub(got);
+      released.fetch_add(got);
+      s.release(got);
+    }
   });
   EXPECT_LE(max_holders.load(), kInitial) << "more holders than permits";
   EXPECT_EQ(acquired.load(), released.load());
@@ -299,6 +336,122 @@ TEST_P(Twa, StressMixedTimedAcquisitionConservesPermits) {
   // permits in (initial + releases) == permits out (acquisitions) + count
   EXPECT_EQ(kInitial + released.load(), acquired.load() + s.available());
   EXPECT_GT(acquired.load(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Restricted admission: the lobby (semaphore.h, "Concurrency restriction").
+class Lobby : public ::testing::TestWithParam<exec_kind> {
+ protected:
+  scoped_tuning tuned_{tuning{1, 1024, 1}};
+  exec_kind kind() const { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Envs, Lobby, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+// With window 1, the first blocked acquirer takes a ticket and the rest wait in
+// the lobby; release(n) then admits exactly n of them, in arrival order.
+TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
+  watchdog dog("lobby", 60s);
+  counting_semaphore<> s(0);
+  constexpr int kThreads = 5;
+  std::mutex mu;
+  std::vector<int> order;
+  group g(kind());
+  for (int i = 0; i < kThreads; ++i) {
+    g.spawn([&, i] {
+      s.acquire();
+      std::lock_guard lock(mu);
+      order.push_back(i);
+    });
+    ASSERT_TRUE(eventually([&] { return s.waiting() == i + 1; }));
+  }
+  EXPECT_EQ(s.queued(), 1);
+  EXPECT_EQ(s.lobby(), kThreads - 1);
+  auto admitted = [&] {
+    std::lock_guard lock(mu);
+    return static_cast<int>(order.size());
+  };
+  s.release(3);  // the queued ticket and the lobby's two oldest
+  ASSERT_TRUE(eventually([&] { return admitted() == 3; }));
+  // The two left stay in the lobby: no permit is free and the grant stands
+  // still, so the oldest has no cause to take a ticket (give it 50 ms to err).
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(s.lobby(), 2);
+  EXPECT_EQ(s.queued(), 0);
+  EXPECT_EQ(admitted(), 3);
+  EXPECT_EQ(s.available(), 0);
+  for (int i = 3; i < kThreads; ++i) {
+    s.release(1);
+    ASSERT_TRUE(eventually([&] { return admitted() == i + 1; }));
+  }
+  g.join();
+  // The first three were admitted by one release(3): they record in any order.
+  std::sort(order.begin(), order.begin() + 3);
+  std::vector<int> expected(kThreads);
+  for (int i = 0; i < kThreads; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(s.waiting(), 0);
+  EXPECT_EQ(s.available(), 0);
+}
+
+// A timed acquirer whose deadline passes in the lobby leaves holding nothing and
+// disturbs nobody: the queued ticket still gets the next permit, none is lost.
+TEST_P(Lobby, TimedOutLobbyMemberLeavesWithoutTouchingTheQueue) {
+  watchdog dog("lobby timeout", 60s);
+  counting_semaphore<> s(0);
+  std::atomic<bool> first_got{false};
+  group first(kind());
+  first.spawn([&] {
+    s.acquire();
+    first_got = true;
+  });
+  ASSERT_TRUE(eventually([&] { return s.queued() == 1; }));
+  run_all(kind(), 1, [&](int) {
+    const auto start = clock::now();
+    EXPECT_FALSE(s.try_acquire_for(30ms));
+    EXPECT_GE(clock::now() - start, 30ms);
+  });
+  EXPECT_EQ(s.lobby(), 0);
+  EXPECT_EQ(s.queued(), 1);
+  EXPECT_FALSE(first_got.load());
+  s.release(1);
+  first.join();
+  EXPECT_TRUE(first_got.load());
+  EXPECT_EQ(s.available(), 0);
+  s.release(1);
+  EXPECT_TRUE(s.try_acquire());
+}
+
+// Long-term fairness. Three participants share a binary semaphore, and each
+// holder keeps the permit until someone has queued behind it, so every release
+// admits a queued ticket and a permit is never free: with window 1 the third
+// participant, in the lobby, can get in only through the fairness timer (with
+// the timer disabled by hand, one participant stayed at its first few rounds
+// and this test failed at its time limit). Every participant must keep going.
+TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
+  watchdog dog("lobby fairness", 60s);
+  binary_semaphore s(1);
+  constexpr int kParticipants = 3;
+  constexpr long kRounds = 300;
+  std::array<std::atomic<long>, kParticipants> rounds{};
+  std::atomic<bool> stop{false};
+  const auto give_up = clock::now() + 5s * kSanitizerSlowdown;
+  auto all_done = [&] {
+    return std::all_of(rounds.begin(), rounds.end(), [](auto& r) { return r.load() >= kRounds; });
+  };
+  run_all(kind(), kParticipants, [&](int id) {
+    while (!stop.load()) {
+      s.acquire();
+      rounds[id].fetch_add(1);
+      if (all_done() || clock::now() > give_up) stop = true;
+      while (s.queued() == 0 && !stop.load()) yield_now();  // hold until someone queues
+      s.release();
+    }
+  });
+  for (int i = 0; i < kParticipants; ++i) {
+    EXPECT_GE(rounds[i].load(), kRounds) << "participant " << i << " was shut out";
+  }
+  EXPECT_EQ(s.available(), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -314,15 +467,17 @@ std::string what_of(Fn&& fn) {
 }
 
 TEST(SemaphoreMisuse, InitialCountOutsideRangeIsRejectedWithMessage) {
-  EXPECT_NE(what_of([] { counting_semaphore<> s(-1); }).find("initial count -1 is outside [0, max()]"),
-            std::string::npos);
+  EXPECT_NE(
+      what_of([] { counting_semaphore<> s(-1); }).find("initial count -1 is outside [0, max()]"),
+      std::string::npos);
   EXPECT_NE(what_of([] { binary_semaphore s(2); }).find("tessera::counting_semaphore<1>"),
             std::string::npos);
 }
 
 TEST(SemaphoreMisuse, ReleaseOutsideRangeIsRejectedAndLosesNothing) {
   binary_semaphore s(0);
-  EXPECT_NE(what_of([&] { s.release(-1); }).find("update -1 is outside [0, max()]"), std::string::npos);
+  EXPECT_NE(what_of([&] { s.release(-1); }).find("update -1 is outside [0, max()]"),
+            std::string::npos);
   EXPECT_NE(what_of([&] { s.release(2); }).find("update 2"), std::string::npos);
   s.release(1);
   EXPECT_NE(what_of([&] { s.release(1); }).find("would exceed max()"), std::string::npos);
@@ -366,10 +521,16 @@ TEST(TwaSpinSemaphore, SoleFarWaiterIsPokedWhenItComesWithinThreshold) {
   watchdog dog("twa_spin far waiter", 60s);
   twa_spin_semaphore s(0);
   std::atomic<int> admitted{0};
-  std::thread near([&] { s.acquire(); admitted.fetch_add(1); });  // ticket 0: near
+  std::thread near([&] {
+    s.acquire();
+    admitted.fetch_add(1);
+  });  // ticket 0: near
   ASSERT_TRUE(eventually([&] { return !s.try_acquire() && admitted.load() == 0; }));
   std::this_thread::sleep_for(5ms);  // let `near` take ticket 0 before `far` arrives
-  std::thread far([&] { s.acquire(); admitted.fetch_add(1); });   // ticket 1: far
+  std::thread far([&] {
+    s.acquire();
+    admitted.fetch_add(1);
+  });  // ticket 1: far
   std::this_thread::sleep_for(5ms);
   s.release();  // admits ticket 0; ticket 1 comes within the threshold: must be poked
   ASSERT_TRUE(eventually([&] { return admitted.load() == 1; }));
