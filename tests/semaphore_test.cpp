@@ -373,11 +373,13 @@ TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
   };
   s.release(3);  // the queued ticket and the lobby's two oldest
   ASSERT_TRUE(eventually([&] { return admitted() == 3; }));
-  // The two left stay in the lobby: no permit is free and the grant stands
-  // still, so the oldest has no cause to take a ticket (give it 50 ms to err).
+  // The two left stay out (give them 50 ms to err): no permit is free and the
+  // grant stands still, so they stay in the lobby. (One may have taken a ticket
+  // already: the oldest's fairness timer can fire just as release(3) moves the
+  // grant, and it then enters beside the two that release(3) calls in.)
   std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(s.lobby(), 2);
-  EXPECT_EQ(s.queued(), 0);
+  EXPECT_EQ(s.lobby() + s.queued(), 2);
+  EXPECT_GE(s.lobby(), 1);
   EXPECT_EQ(admitted(), 3);
   EXPECT_EQ(s.available(), 0);
   for (int i = 3; i < kThreads; ++i) {
