@@ -202,9 +202,9 @@ bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* dead
   n.who = self();
   lobby_lock_.lock();
   lobby_list_.push_back(n);
-  // Dekker pair with release(): "RMW lobby_; LD grant" (permit_free, in
-  // admit_from_lobby) here against "RMW grant; LD lobby_" there, all seq_cst.
-  // A release that read 0 and skipped the lobby left a permit we see here.
+  // Dekker pair with release(): "RMW lobby_; LD grant" (in admit_from_lobby) here against "RMW
+  // grant; LD lobby_" there, all seq_cst. A release that read 0 and skipped the lobby left a permit
+  // we see here.
   lobby_.fetch_add(1, std::memory_order_seq_cst);
   lobby_lock_.unlock();
   admit_from_lobby();
@@ -271,20 +271,32 @@ bool twa_semaphore::enter_from_lobby(const std::chrono::steady_clock::time_point
 }
 
 void twa_semaphore::admit_from_lobby() noexcept {
-  lobby_lock_.lock();
-  park_node* oldest = lobby_list_.front();
-  if (oldest == nullptr || !permit_free()) {
+  // Calls in as many of the oldest as there are free permits (a release(n)
+  // admits n at once, rather than each admitted caller calling in the next), in
+  // batches so that the unparks run outside the lock.
+  constexpr int kBatch = 16;
+  std::int64_t taken = 0;  // admitted by this call: they hold no ticket yet
+  for (;;) {
+    waiter* admitted[kBatch];
+    int k = 0;
+    lobby_lock_.lock();
+    const auto free = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
+                                                ticket_.load(std::memory_order_seq_cst));
+    while (k < kBatch && taken < free) {
+      park_node* oldest = lobby_list_.front();
+      if (oldest == nullptr) break;
+      lobby_list_.unlink(*oldest);
+      lobby_.fetch_sub(1, std::memory_order_seq_cst);
+      admitted[k++] = park_list::mark(*oldest, 1);
+      ++taken;
+    }
+    park_node* next = lobby_list_.front();
+    waiter* next_who = k > 0 && next != nullptr ? next->who : nullptr;  // the new oldest
     lobby_lock_.unlock();
-    return;
+    for (int i = 0; i < k; ++i) unpark(admitted[i]);
+    if (next_who != nullptr) unpark(next_who);  // starts its fairness timer
+    if (k < kBatch || next_who == nullptr) return;
   }
-  lobby_list_.unlink(*oldest);
-  lobby_.fetch_sub(1, std::memory_order_seq_cst);
-  park_node* next = lobby_list_.front();
-  waiter* next_who = next != nullptr ? next->who : nullptr;  // the new oldest: starts its timer
-  waiter* who = park_list::mark(*oldest, 1);
-  lobby_lock_.unlock();
-  unpark(who);
-  if (next_who != nullptr) unpark(next_who);
 }
 
 void twa_semaphore::forward_cancelled() {

@@ -549,11 +549,18 @@ int main(int argc, char** argv) {
       long during = 0;
       rt.run([&] {
         tessera::counting_semaphore<> gate(0);
-        for (long i = 0; i < parked; ++i) tessera::spawn([&gate] { gate.acquire(); });
+        tessera::latch left(parked);  // the gate must outlive every acquire() in it
+        for (long i = 0; i < parked; ++i) {
+          tessera::spawn([&gate, &left] {
+            gate.acquire();
+            left.count_down();
+          });
+        }
         while (gate.waiting() < parked)
           tessera::this_fiber::sleep_for(std::chrono::milliseconds(1));
         during = rss_kib();
         gate.release(parked);
+        left.wait();
       });
       const double per = (during - before) * 1024.0 / static_cast<double>(parked);
       std::ostringstream note;

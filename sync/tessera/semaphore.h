@@ -213,10 +213,6 @@ class twa_semaphore {
                                                   grant_.load(std::memory_order_relaxed));
     return queued >= static_cast<std::int64_t>(window_) && window_ != 0;
   }
-  bool permit_free() const noexcept {
-    return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
-                                     ticket_.load(std::memory_order_seq_cst)) > 0;
-  }
   bool admitted(std::uint64_t t) const noexcept {
     return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t) > 0;
   }
