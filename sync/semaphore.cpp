@@ -196,7 +196,8 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
   if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
 }
 
-bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* deadline) {
+twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
+    const std::chrono::steady_clock::time_point* deadline) {
   using clock = std::chrono::steady_clock;
   park_node n;
   n.who = self();
@@ -215,7 +216,7 @@ bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* dead
   clock::time_point head_since{};
   std::uint64_t grant_then = 0;
   for (;;) {
-    if (n.woken.load(std::memory_order_acquire) != 0) return true;  // admitted
+    if (n.woken.load(std::memory_order_acquire) != 0) return lobby_exit::admitted;
     // Only the oldest member keeps a fairness timer; whoever takes the oldest
     // out unparks the next, which starts its own (front() is a lock-free hint).
     if (!head && lobby_list_.front() == &n) {
@@ -248,7 +249,7 @@ bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* dead
     lobby_lock_.lock();
     if (n.woken.load(std::memory_order_acquire) != 0) {  // admitted meanwhile
       lobby_lock_.unlock();
-      return true;
+      return lobby_exit::admitted;
     }
     const bool was_front = lobby_list_.front() == &n;
     lobby_list_.unlink(n);
@@ -257,14 +258,17 @@ bool twa_semaphore::lobby_wait(const std::chrono::steady_clock::time_point* dead
     waiter* next_who = next != nullptr ? next->who : nullptr;
     lobby_lock_.unlock();
     if (next_who != nullptr) unpark(next_who);
-    return !expired;
+    return expired ? lobby_exit::timed_out : lobby_exit::forced;
   }
 }
 
-bool twa_semaphore::enter_from_lobby(const std::chrono::steady_clock::time_point* deadline) {
+bool twa_semaphore::enter_from_lobby(lobby_exit how,
+                                     const std::chrono::steady_clock::time_point* deadline) {
   const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
-  // More permits free than ours (release(n), or several releases while we
-  // woke): the next lobby member may have one.
+  // An admitted member's permit is now counted by its ticket, no longer as
+  // "entering". An admitter that saw both counts undercounted the free
+  // permits: look again. (A forced entry was never counted.)
+  if (how == lobby_exit::admitted) entering_.fetch_sub(1, std::memory_order_seq_cst);
   if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
   if (admitted(t)) return true;
   return wait(t, deadline);
@@ -275,20 +279,23 @@ void twa_semaphore::admit_from_lobby() noexcept {
   // admits n at once, rather than each admitted caller calling in the next), in
   // batches so that the unparks run outside the lock.
   constexpr int kBatch = 16;
-  std::int64_t taken = 0;  // admitted by this call: they hold no ticket yet
   for (;;) {
     waiter* admitted[kBatch];
     int k = 0;
     lobby_lock_.lock();
-    const auto free = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
-                                                ticket_.load(std::memory_order_seq_cst));
-    while (k < kBatch && taken < free) {
+    // Free permits not yet promised to a member that is on its way in: the
+    // members admitted before (by any call) count until they take a ticket,
+    // so lobby order is kept (a later member never takes an earlier's permit).
+    const std::int64_t free = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
+                                                        ticket_.load(std::memory_order_seq_cst)) -
+                              entering_.load(std::memory_order_seq_cst);
+    while (k < kBatch && k < free) {
       park_node* oldest = lobby_list_.front();
       if (oldest == nullptr) break;
       lobby_list_.unlink(*oldest);
       lobby_.fetch_sub(1, std::memory_order_seq_cst);
+      entering_.fetch_add(1, std::memory_order_seq_cst);
       admitted[k++] = park_list::mark(*oldest, 1);
-      ++taken;
     }
     park_node* next = lobby_list_.front();
     waiter* next_who = k > 0 && next != nullptr ? next->who : nullptr;  // the new oldest

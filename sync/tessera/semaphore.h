@@ -134,8 +134,7 @@ class twa_semaphore {
 
   void acquire() {
     if (crowded()) [[unlikely]] {
-      lobby_wait(nullptr);
-      enter_from_lobby(nullptr);
+      enter_from_lobby(lobby_wait(nullptr), nullptr);
       return;
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
@@ -159,8 +158,9 @@ class twa_semaphore {
     if (try_acquire()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
     if (crowded()) [[unlikely]] {
-      if (!lobby_wait(&deadline)) return try_acquire();  // no ticket held: just leave
-      return enter_from_lobby(&deadline);
+      const lobby_exit how = lobby_wait(&deadline);
+      if (how == lobby_exit::timed_out) return try_acquire();  // no ticket held: just leave
+      return enter_from_lobby(how, &deadline);
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (admitted(t)) return true;
@@ -229,8 +229,12 @@ class twa_semaphore {
   }
 
   bool wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline);
-  bool lobby_wait(const std::chrono::steady_clock::time_point* deadline);
-  bool enter_from_lobby(const std::chrono::steady_clock::time_point* deadline);
+  /// How a caller left the lobby: called in for a free permit (counted in
+  /// entering_ until it takes its ticket), forced in by the fairness timer, or
+  /// out of time (it takes no ticket).
+  enum class lobby_exit { admitted, forced, timed_out };
+  lobby_exit lobby_wait(const std::chrono::steady_clock::time_point* deadline);
+  bool enter_from_lobby(lobby_exit how, const std::chrono::steady_clock::time_point* deadline);
   void admit_from_lobby() noexcept;
   bool cancel(std::uint64_t t);
   void wake(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets) noexcept;
@@ -253,6 +257,9 @@ class twa_semaphore {
   // Callers in the lobby (restricted admission), changed under lobby_lock_.
   std::atomic<std::uint32_t> lobby_{0};
   std::uint32_t window_;  // admission_window, or 0 for admission::fifo
+  // Lobby members called in (each for a free permit) that have not taken their
+  // ticket yet; changed under lobby_lock_ (+) and by the member itself (-).
+  std::atomic<std::int64_t> entering_{0};
   spin_lock cancel_lock_;
   std::uint32_t hash_base_;
   std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_

@@ -39,6 +39,7 @@
 byte T = 0;                 /* ticket_ */
 byte G = INIT;              /* grant_ */
 byte lobby = 0;             /* lobby_ */
+byte entering = 0;          /* entering_: called in, no ticket yet */
 bit lk = 0;                 /* lobby_lock_ */
 byte lq[NP];                /* lobby_list_, FIFO, lq[0] the oldest */
 byte lqlen = 0;
@@ -75,16 +76,19 @@ inline unlink(p) {
 
 /* admit_from_lobby(): under the lock, take as many of the oldest as there are
  * free permits and mark them; after it, unpark them and the new oldest (which
- * starts its timer). (The code takes them in batches of 16; INIT <= 2 here.) */
+ * starts its timer). Permits promised to members called in earlier that
+ * have not taken a ticket yet (entering_) are not free. (The code takes them in
+ * batches of 16; INIT <= 2 here.) */
 inline admit_from_lobby() {
   lock_l();
   adm = 0;
   taken = 0;
   do
-  :: lqlen > 0 && G > T + taken ->
+  :: lqlen > 0 && G > T + entering ->
      h = lq[0];
      pop_front();
      lobby--;
+     entering++;
      woken[h] = 1;
      adm = adm | (1 << h);
      taken++
@@ -209,6 +213,10 @@ proctype acquirer(byte p) {
            /* enter_from_lobby() */
            atomic { t = T; T++ };
            if
+           :: woken[p] -> entering--              /* called in, not forced */
+           :: else -> skip
+           fi;
+           if
            :: lobby != 0 -> admit_from_lobby()
            :: else -> skip
            fi;
@@ -262,6 +270,6 @@ init {
     od
   }
   finished == NP;
-  assert(lqlen == 0 && lobby == 0);
+  assert(lqlen == 0 && lobby == 0 && entering == 0);
   assert(G - T == INIT);
 }
