@@ -289,13 +289,15 @@ class counting_semaphore {
 
   /// Adds `update` permits, admitting the next `update` queued acquirers in FIFO
   /// order (Listings 2/3, SemaPost). Wakes exactly the waiters it admits, plus
-  /// the successor-of-successor when it comes within LongTermThreshold.
+  /// the successor-of-successor when it comes within LongTermThreshold; permits
+  /// left over call as many of the lobby's oldest members in (restricted admission).
   /// Precondition: 0 <= update <= max() and count + update <= max(); otherwise
   /// throws std::invalid_argument with nothing changed (see "Misuse" above).
   void release(std::ptrdiff_t update = 1) { core_.release(update, max()); }
 
   /// Takes a permit, waiting in FIFO order as long as needed (Listing 3, SemaTake):
-  /// spins briefly when next in line, otherwise parks.
+  /// spins briefly when next in line, otherwise parks. With restricted admission
+  /// and a full queue it first waits, parked, in the lobby (see above).
   void acquire() { core_.acquire(); }
 
   /// Takes a permit if one is free and nobody is queued; never waits, takes no ticket.
