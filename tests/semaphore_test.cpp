@@ -142,34 +142,58 @@ TEST_P(Twa, ActsAsMutexUnderContention) {
   EXPECT_EQ(shared, kParticipants * kIters);
 }
 
+// Acquirers that arrive one at a time and record the order they got in.
+struct arrivals {
+  std::mutex mu;
+  std::vector<int> order;  // read after the acquirers are joined
+
+  // Spawns n acquirers of `s` in `g`, each only once the one before waits.
+  bool queue_one_by_one(group& g, counting_semaphore<>& s, int n) {
+    for (int i = 0; i < n; ++i) {
+      g.spawn([this, &s, i] {
+        s.acquire();
+        std::lock_guard lock(mu);
+        order.push_back(i);
+      });
+      if (!eventually([&] { return s.waiting() == i + 1; })) return false;
+    }
+    return true;
+  }
+  int admitted() {
+    std::lock_guard lock(mu);
+    return static_cast<int>(order.size());
+  }
+};
+
+// Spawns in `g` one acquirer of `s` that sets `got` once it holds a permit.
+void spawn_acquirer(group& g, counting_semaphore<>& s, std::atomic<bool>& got) {
+  g.spawn([&s, &got] {
+    s.acquire();
+    got = true;
+  });
+}
+
+std::vector<int> iota(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
 // Arrivals are sequenced (thread i takes its ticket only after thread i-1 is
 // queued); releases admit one at a time; admission order must be arrival order.
 TEST_P(Twa, FifoAdmissionFollowsTicketOrder) {
   watchdog dog("FIFO", 60s);
   counting_semaphore<> s(0);
   constexpr int kThreads = 8;
-  std::mutex mu;
-  std::vector<int> order;
+  arrivals log;
   group g(kind());
-  for (int i = 0; i < kThreads; ++i) {
-    g.spawn([&, i] {
-      s.acquire();
-      std::lock_guard lock(mu);
-      order.push_back(i);
-    });
-    ASSERT_TRUE(eventually([&] { return s.waiting() == i + 1; }));
-  }
+  ASSERT_TRUE(log.queue_one_by_one(g, s, kThreads));
   for (int i = 0; i < kThreads; ++i) {
     s.release(1);
-    ASSERT_TRUE(eventually([&] {
-      std::lock_guard lock(mu);
-      return static_cast<int>(order.size()) == i + 1;
-    }));
+    ASSERT_TRUE(eventually([&] { return log.admitted() == i + 1; }));
   }
   g.join();
-  std::vector<int> expected(kThreads);
-  for (int i = 0; i < kThreads; ++i) expected[i] = i;
-  EXPECT_EQ(order, expected);
+  EXPECT_EQ(log.order, iota(kThreads));
 }
 
 TEST_P(Twa, ReleaseNAdmitsExactlyN) {
@@ -199,10 +223,7 @@ TEST_P(Twa, TryAcquireNeverBargesAheadOfAQueuedWaiter) {
   counting_semaphore<> s(0);
   std::atomic<bool> got{false};
   group g(kind());
-  g.spawn([&] {
-    s.acquire();
-    got = true;
-  });
+  spawn_acquirer(g, s, got);
   ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
   s.release(1);                   // the permit now belongs to the queued ticket
   EXPECT_FALSE(s.try_acquire());  // so this must not take it
@@ -248,10 +269,7 @@ TEST_P(Twa, TimedOutWaiterNeitherLosesAPermitNorBlocksLaterTickets) {
   ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
   std::atomic<bool> later_got{false};
   group later(kind());
-  later.spawn([&] {
-    s.acquire();
-    later_got = true;
-  });
+  spawn_acquirer(later, s, later_got);
   early.join();
   ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));  // only `later` remains
   EXPECT_FALSE(later_got.load());
@@ -354,23 +372,12 @@ TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
   watchdog dog("lobby", 60s);
   counting_semaphore<> s(0);
   constexpr int kThreads = 5;
-  std::mutex mu;
-  std::vector<int> order;
+  arrivals log;
   group g(kind());
-  for (int i = 0; i < kThreads; ++i) {
-    g.spawn([&, i] {
-      s.acquire();
-      std::lock_guard lock(mu);
-      order.push_back(i);
-    });
-    ASSERT_TRUE(eventually([&] { return s.waiting() == i + 1; }));
-  }
+  ASSERT_TRUE(log.queue_one_by_one(g, s, kThreads));
   EXPECT_EQ(s.queued(), 1);
   EXPECT_EQ(s.lobby(), kThreads - 1);
-  auto admitted = [&] {
-    std::lock_guard lock(mu);
-    return static_cast<int>(order.size());
-  };
+  auto admitted = [&] { return log.admitted(); };
   s.release(3);  // the queued ticket and the lobby's two oldest
   ASSERT_TRUE(eventually([&] { return admitted() == 3; }));
   // The two left stay out (give them 50 ms to err): no permit is free and the
@@ -388,10 +395,8 @@ TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
   }
   g.join();
   // The first three were admitted by one release(3): they record in any order.
-  std::sort(order.begin(), order.begin() + 3);
-  std::vector<int> expected(kThreads);
-  for (int i = 0; i < kThreads; ++i) expected[i] = i;
-  EXPECT_EQ(order, expected);
+  std::sort(log.order.begin(), log.order.begin() + 3);
+  EXPECT_EQ(log.order, iota(kThreads));
   EXPECT_EQ(s.waiting(), 0);
   EXPECT_EQ(s.available(), 0);
 }
@@ -403,10 +408,7 @@ TEST_P(Lobby, TimedOutLobbyMemberLeavesWithoutTouchingTheQueue) {
   counting_semaphore<> s(0);
   std::atomic<bool> first_got{false};
   group first(kind());
-  first.spawn([&] {
-    s.acquire();
-    first_got = true;
-  });
+  spawn_acquirer(first, s, first_got);
   ASSERT_TRUE(eventually([&] { return s.queued() == 1; }));
   run_all(kind(), 1, [&](int) {
     const auto start = clock::now();
