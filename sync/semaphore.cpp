@@ -26,8 +26,9 @@ enum class spin_result { admitted, exhausted, timed_out };
 // How long the lobby's oldest member waits before it takes a ticket even though
 // the queue is full (restricted admission's long-term fairness). A thread: 1 ms,
 // as the mutex's fair hand-off, since each forced entry costs the circulating
-// threads a futex wake and a context switch. A fiber: kFiberHandoffInterval.
-constexpr std::chrono::milliseconds kLobbyFairnessThread{1};
+// threads a futex wake and a context switch. A fiber: kFiberHandoffInterval
+// (fairness_interval()).
+constexpr std::chrono::microseconds kLobbyFairnessThread{1000};
 
 }  // namespace
 
@@ -203,15 +204,14 @@ twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
   n.who = self();
   lobby_lock_.lock();
   lobby_list_.push_back(n);
-  // Dekker pair with release(): "RMW lobby_; LD grant" (in admit_from_lobby) here against "RMW
-  // grant; LD lobby_" there, all seq_cst. A release that read 0 and skipped the lobby left a permit
-  // we see here.
+  // Dekker pair with release(): "RMW lobby_; LD grant" (the grant is read in
+  // admit_from_lobby) here against "RMW grant; LD lobby_" there, all seq_cst. A
+  // release that read 0 and skipped the lobby left a permit we see here.
   lobby_.fetch_add(1, std::memory_order_seq_cst);
   lobby_lock_.unlock();
   admit_from_lobby();
 
-  const clock::duration fairness =
-      n.who->ops->spin_pays ? clock::duration(kLobbyFairnessThread) : kFiberHandoffInterval;
+  const clock::duration fairness = fairness_interval(*n.who, kLobbyFairnessThread);
   bool head = false;
   clock::time_point head_since{};
   std::uint64_t grant_then = 0;
@@ -252,10 +252,8 @@ twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
       return lobby_exit::admitted;
     }
     const bool was_front = lobby_list_.front() == &n;
-    lobby_list_.unlink(n);
-    lobby_.fetch_sub(1, std::memory_order_seq_cst);
-    park_node* next = was_front ? lobby_list_.front() : nullptr;
-    waiter* next_who = next != nullptr ? next->who : nullptr;
+    leave_lobby(n);
+    waiter* next_who = was_front ? lobby_oldest() : nullptr;
     lobby_lock_.unlock();
     if (next_who != nullptr) unpark(next_who);
     return expired ? lobby_exit::timed_out : lobby_exit::forced;
@@ -292,13 +290,11 @@ void twa_semaphore::admit_from_lobby() noexcept {
     while (k < kBatch && k < free) {
       park_node* oldest = lobby_list_.front();
       if (oldest == nullptr) break;
-      lobby_list_.unlink(*oldest);
-      lobby_.fetch_sub(1, std::memory_order_seq_cst);
+      leave_lobby(*oldest);
       entering_.fetch_add(1, std::memory_order_seq_cst);
       admitted[k++] = park_list::mark(*oldest, 1);
     }
-    park_node* next = lobby_list_.front();
-    waiter* next_who = k > 0 && next != nullptr ? next->who : nullptr;  // the new oldest
+    waiter* next_who = k > 0 ? lobby_oldest() : nullptr;  // the new oldest
     lobby_lock_.unlock();
     for (int i = 0; i < k; ++i) unpark(admitted[i]);
     if (next_who != nullptr) unpark(next_who);  // starts its fairness timer

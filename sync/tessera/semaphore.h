@@ -12,9 +12,10 @@
 // - Admission: FIFO (first-come-first-enabled) among tickets: tickets are
 //   served in the order their fetch_add took them. With admission::fifo every
 //   blocking acquirer takes a ticket at once; with admission::restricted (the
-//   default) surplus acquirers wait in a FIFO lobby first (see below). try_acquire never barges:
-//   it succeeds only if a permit is free *and* nobody is queued. A timed-out
-//   waiter leaves the queue without disturbing the order of the others.
+//   default) surplus acquirers wait in a FIFO lobby first (see below).
+//   try_acquire never barges: it succeeds only if a permit is free *and*
+//   nobody is queued. A timed-out waiter leaves the queue without disturbing
+//   the order of the others.
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for /
 //   try_acquire_until return false only after the deadline has passed.
 // - Who may call: fibers and OS threads, mixed; a waiting fiber parks (its worker
@@ -236,6 +237,17 @@ class twa_semaphore {
   lobby_exit lobby_wait(const std::chrono::steady_clock::time_point* deadline);
   bool enter_from_lobby(lobby_exit how, const std::chrono::steady_clock::time_point* deadline);
   void admit_from_lobby() noexcept;
+  /// Under lobby_lock_: takes `n` off the lobby list and out of the count.
+  void leave_lobby(park_node& n) noexcept {
+    lobby_list_.unlink(n);
+    lobby_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  /// Under lobby_lock_: who is oldest in the lobby now (to unpark, so that it
+  /// starts its fairness timer), or null.
+  waiter* lobby_oldest() const noexcept {
+    const park_node* f = lobby_list_.front();
+    return f != nullptr ? f->who : nullptr;
+  }
   bool cancel(std::uint64_t t);
   void wake(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets) noexcept;
   void after_release(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets,

@@ -152,6 +152,15 @@ int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& loc
 /// fiber too, and that worker idles until it finds another).
 inline constexpr std::chrono::microseconds kFiberHandoffInterval{100};
 
+/// How often fairness may override throughput for `who`: `thread_interval` for
+/// an OS thread (each override costs a futex wake), kFiberHandoffInterval for a
+/// fiber (a user-space switch). The barging locks' hand-offs and the semaphore
+/// lobby's forced entries both follow it.
+inline std::chrono::microseconds fairness_interval(const waiter& who,
+                                                   std::chrono::microseconds thread_interval) {
+  return who.ops->spin_pays ? thread_interval : kFiberHandoffInterval;
+}
+
 /// The barging locks' rate-limited fairness (parking_lot's "be fair" timer):
 /// true if `head`, queued since `since`, has waited at least `after` and the
 /// last hand-off is far enough back (guarded, like `next_fair`, by the caller's
@@ -163,7 +172,7 @@ inline bool fair_handoff_due(const park_node& head, std::chrono::steady_clock::t
                              std::chrono::microseconds after) {
   const auto now = std::chrono::steady_clock::now();
   if (now - since < after || now < next_fair) return false;
-  next_fair = now + (head.who->ops->spin_pays ? after : kFiberHandoffInterval);
+  next_fair = now + fairness_interval(*head.who, after);
   return true;
 }
 
