@@ -5,9 +5,11 @@
 #include <tessera/latch.h>
 #include <tessera/mutex.h>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <stop_token>
 #include <vector>
 
 #include "exec_env.h"
@@ -41,7 +43,8 @@ TEST_P(PrimitivesIn, BoundedQueueDeliversEveryItemExactlyOnce) {
     }
     for (;;) {
       std::unique_lock lock(m);
-      not_empty.wait(lock, [&] { return !queue.empty() || consumed.load() == kProducers * kItems; });
+      not_empty.wait(lock,
+                     [&] { return !queue.empty() || consumed.load() == kProducers * kItems; });
       if (queue.empty()) return;  // everything consumed
       const int item = queue.front();
       queue.pop_front();
@@ -96,7 +99,8 @@ TEST_P(PrimitivesIn, TimedWaitsTimeOutNeverEarlyAndReportNotifications) {
       EXPECT_GE(clock::now() - start, 15ms);
       EXPECT_TRUE(lock.owns_lock());
       start = clock::now();
-      EXPECT_FALSE(cv.wait_until(lock, std::chrono::system_clock::now() + 10ms, [] { return false; }));
+      EXPECT_FALSE(
+          cv.wait_until(lock, std::chrono::system_clock::now() + 10ms, [] { return false; }));
       std::unique_lock slock(sm);  // condition_variable_any over std::mutex
       EXPECT_EQ(cva.wait_for(slock, 5ms), cv_status::timeout);
       timeouts_done = true;
@@ -108,6 +112,138 @@ TEST_P(PrimitivesIn, TimedWaitsTimeOutNeverEarlyAndReportNotifications) {
       cva.notify_all();
     }
   });
+}
+
+// C++20's interruptible waits: a stop request wakes exactly the callers waiting
+// with that token, whether they wait untimed or with a deadline, over
+// tessera::mutex or std::mutex; the others keep waiting for a notification.
+TEST_P(PrimitivesIn, ConditionVariableAnyStopRequestEndsTheWaitsOfItsToken) {
+  watchdog dog("cv_any stop token", 60s);
+  mutex m;
+  std::mutex sm;
+  condition_variable_any cv;
+  std::stop_source stopped, other;
+  int entered = 0;  // guarded by m
+  bool go = false;  // guarded by m
+  std::atomic<int> returned{0};
+  constexpr int kStopped = 4;  // 0, 1: untimed; 2, 3: wait_for 60 s
+  group g(GetParam());
+  g.spawn_n(kStopped + 1, [&](int id) {
+    std::unique_lock lock(m);
+    ++entered;
+    const auto start = clock::now();
+    bool got = false;
+    if (id == kStopped) {  // another token: only the notification ends its wait
+      got = cv.wait(lock, other.get_token(), [&] { return go; });
+      EXPECT_TRUE(got);
+    } else if (id < 2) {
+      got = cv.wait(lock, stopped.get_token(), [] { return false; });
+    } else {
+      got = cv.wait_for(lock, stopped.get_token(), 60s, [] { return false; });
+      EXPECT_LT(clock::now() - start, 30s) << "the stop request did not wake a timed waiter";
+    }
+    EXPECT_TRUE(lock.owns_lock());
+    if (id != kStopped) {
+      EXPECT_FALSE(got);
+      EXPECT_TRUE(stopped.stop_requested());
+    }
+    returned.fetch_add(1);
+  });
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return entered == kStopped + 1;
+  }));
+  stopped.request_stop();
+  ASSERT_TRUE(eventually([&] { return returned.load() == kStopped; }));
+  std::this_thread::sleep_for(20ms);  // give a wrongly woken waiter time to show
+  EXPECT_EQ(returned.load(), kStopped) << "a stop request woke a waiter of another token";
+  {
+    std::lock_guard lock(m);
+    go = true;
+  }
+  cv.notify_all();
+  g.join();
+  // Over std::mutex too, and with the stop already requested: no wait at all.
+  std::unique_lock slock(sm);
+  EXPECT_FALSE(cv.wait(slock, stopped.get_token(), [] { return false; }));
+  EXPECT_TRUE(cv.wait_for(slock, stopped.get_token(), 60s, [] { return true; }));
+}
+
+TEST_P(PrimitivesIn, ConditionVariableAnyStopTokenWaitsStillTimeOutAndSeeNotifications) {
+  mutex m;
+  condition_variable_any cv;
+  std::stop_source never;
+  bool flag = false;  // guarded by m
+  std::atomic<bool> timed_out{false};
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      std::unique_lock lock(m);
+      const auto start = clock::now();
+      EXPECT_FALSE(cv.wait_for(lock, never.get_token(), 15ms, [] { return false; }));
+      EXPECT_GE(clock::now() - start, 15ms);
+      EXPECT_FALSE(cv.wait_until(lock, std::stop_token{}, std::chrono::system_clock::now() + 5ms,
+                                 [] { return false; }));
+      timed_out = true;
+      EXPECT_TRUE(cv.wait(lock, never.get_token(), [&] { return flag; }));
+    } else {
+      while (!timed_out.load()) yield_now();
+      std::lock_guard lock(m);
+      flag = true;
+      cv.notify_one();
+    }
+  });
+}
+
+// Stop requests racing notifications: one item and one notify_one per waiter;
+// odd waiters' tokens are stopped at points among the notifications, even
+// waiters' never. A stopped waiter returns at once, with an item if one is
+// there; every even waiter must still get an item. (With a stopped waiter's
+// node left queued, a notify_one chose the dead node and an even waiter slept
+// until the watchdog.)
+TEST_P(PrimitivesIn, ConditionVariableAnyStopRequestsRacingNotificationsLoseNothing) {
+  watchdog dog("cv_any stop race", 90s);
+  constexpr int kWaiters = 6, kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    mutex m;
+    condition_variable_any cv;
+    int items = 0, entered = 0;  // guarded by m
+    std::vector<std::stop_source> sources(kWaiters);
+    std::array<std::atomic<int>, kWaiters> got{};  // 1: returned with an item, 2: without
+    run_all(GetParam(), kWaiters + 1, [&](int id) {
+      if (id == kWaiters) {  // producer and stopper, once every waiter has queued
+        ASSERT_TRUE(eventually([&] {
+          std::lock_guard lock(m);
+          return entered == kWaiters;
+        }));
+        for (int i = 0; i < kWaiters; ++i) {
+          const int odd = 2 * ((i + round) % (kWaiters / 2)) + 1;
+          if (i % 2 == round % 2) sources[static_cast<std::size_t>(odd)].request_stop();
+          {
+            std::lock_guard lock(m);
+            ++items;
+          }
+          cv.notify_one();
+        }
+        for (int odd = 1; odd < kWaiters; odd += 2) {
+          sources[static_cast<std::size_t>(odd)].request_stop();
+        }
+        return;
+      }
+      std::unique_lock lock(m);
+      ++entered;  // queued before m is released: cv.wait pushes, then unlocks
+      const auto token = sources[static_cast<std::size_t>(id)].get_token();
+      auto available = [&] { return items > 0; };
+      const bool item = (id / 2) % 2 == 0 ? cv.wait(lock, token, available)
+                                          : cv.wait_for(lock, token, 60s, available);
+      if (item) --items;
+      got[static_cast<std::size_t>(id)] = item ? 1 : 2;
+      EXPECT_TRUE(item || token.stop_requested()) << "waiter " << id << " returned empty-handed";
+    });
+    for (int id = 0; id < kWaiters; id += 2) {
+      EXPECT_EQ(got[static_cast<std::size_t>(id)].load(), 1)
+          << "even waiter " << id << ", round " << round;
+    }
+  }
 }
 
 TEST_P(PrimitivesIn, ConditionVariableAtomicWaitsOnItsObjectOnly) {

@@ -21,6 +21,8 @@
 //   anyway: another caller may change the condition between notify and return.
 // - wait_for/wait_until: durations in any std::chrono unit; never time out
 //   before the deadline; other clocks are converted to steady_clock at the call.
+// - condition_variable_any's stop_token forms (C++20's interruptible waits)
+//   also return once a stop is requested; the request wakes the waiter.
 // - Who may call: any fiber or OS thread, mixed on one condition variable.
 //   Precondition of every wait: the caller holds `lock`; it holds it again on
 //   return (also on timeout).
@@ -32,6 +34,7 @@
 #include <chrono>
 #include <condition_variable>  // std::cv_status
 #include <mutex>
+#include <stop_token>
 
 #include "tessera/detail/waiter_queue.h"
 #include "tessera/mutex.h"
@@ -63,6 +66,45 @@ class cv_core {
   void notify_one() noexcept { queue_.wake_one(); }
   void notify_all() noexcept { queue_.wake_all(); }
   waiter_queue& queue() noexcept { return queue_; }
+
+  /// One wait that a stop request on `stop` also ends. Returns true if notified.
+  /// The stop_callback only unparks us, by identity (type-stable: harmless once
+  /// we are gone). It must not touch the queue: the queue's spin lock may yield
+  /// a fiber, and libstdc++'s ~stop_callback does not wait for a callback
+  /// running on its own OS thread, so a fiber on our worker running the
+  /// callback could yield to us, and we would return while it still used our
+  /// node. We leave the queue ourselves once we see the request.
+  template <class Lock>
+  bool wait(Lock& lock, const std::stop_token& stop,
+            const std::chrono::steady_clock::time_point* deadline) {
+    waiter_queue::node n;
+    n.who = self();
+    queue_.push(n);
+    bool woken;
+    {
+      std::stop_callback wake_on_stop(stop, [who = n.who]() noexcept { unpark(who); });
+      lock.unlock();
+      woken = queue_.await(n, deadline, stop);
+    }
+    lock.lock();
+    return woken;
+  }
+  /// [thread.condvarany.intwait]'s loop: until pred() holds, a stop is
+  /// requested or the deadline (null: none) passes; returns pred().
+  template <class Lock, class Predicate>
+  bool wait_until(Lock& lock, const std::stop_token& stop,
+                  const std::chrono::steady_clock::time_point* deadline, Predicate& pred) {
+    while (!stop.stop_requested()) {
+      if (pred()) return true;
+      if (!stop.stop_possible()) {
+        if (wait(lock, deadline) == cv_status::timeout) return pred();
+      } else if (!wait(lock, stop, deadline) && deadline != nullptr &&
+                 std::chrono::steady_clock::now() >= *deadline) {
+        return pred();
+      }
+    }
+    return pred();
+  }
 
   /// The predicate form of wait_until/wait_for shared by both condition variables.
   template <class Lock, class Predicate>
@@ -155,6 +197,31 @@ class condition_variable_any {
   template <class Lock, class Rep, class Period, class Predicate>
   bool wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d, Predicate pred) {
     return core_.wait_until(lock, detail::deadline_after(d), pred);
+  }
+
+  // Interruptible waits (C++20 [thread.condvarany.intwait]): as the predicate
+  // forms above, but they also return, with pred()'s value, once a stop is
+  // requested on `stoken` — at once if it already was. A request made while
+  // the caller is parked wakes exactly that caller (a std::stop_callback
+  // unparks it; request_stop() does not wait for it to run). A waiter that
+  // returns because of a stop request after notify_one() chose it has
+  // consumed that notification, as with the standard's own definition of
+  // these waits. A token with no stop_source costs nothing extra.
+  template <class Lock, class Predicate>
+  bool wait(Lock& lock, std::stop_token stoken, Predicate pred) {
+    return core_.wait_until(lock, stoken, nullptr, pred);
+  }
+  template <class Lock, class Clock, class Duration, class Predicate>
+  bool wait_until(Lock& lock, std::stop_token stoken,
+                  const std::chrono::time_point<Clock, Duration>& t, Predicate pred) {
+    const auto deadline = detail::to_steady(t);
+    return core_.wait_until(lock, stoken, &deadline, pred);
+  }
+  template <class Lock, class Rep, class Period, class Predicate>
+  bool wait_for(Lock& lock, std::stop_token stoken, const std::chrono::duration<Rep, Period>& d,
+                Predicate pred) {
+    const auto deadline = detail::deadline_after(d);
+    return core_.wait_until(lock, stoken, &deadline, pred);
   }
 
  private:

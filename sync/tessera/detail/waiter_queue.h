@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stop_token>
 
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
@@ -42,6 +43,14 @@ class waiter_queue {
   /// Parks until `n` is woken or `deadline` passes (null: no deadline). Returns
   /// false only on a timeout that removed `n` from the queue.
   bool await(node& n, const std::chrono::steady_clock::time_point* deadline);
+  /// await() that also ends once a stop is requested on `stop`, leaving the
+  /// queue. The caller must have registered a stop_callback that unparks it
+  /// (and does nothing else: a callback that could yield would let this fiber's
+  /// worker run us past the callback's end; see cv_core). Returns true if woken
+  /// (also when a wake took `n` just as we left), false after a stop request
+  /// or a timeout removed `n`.
+  bool await(node& n, const std::chrono::steady_clock::time_point* deadline,
+             const std::stop_token& stop);
 
  private:
   void lock() noexcept { lock_.lock(); }
