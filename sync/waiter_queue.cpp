@@ -66,19 +66,9 @@ bool waiter_queue::await(node& n, const std::chrono::steady_clock::time_point* d
 bool waiter_queue::await(node& n, const std::chrono::steady_clock::time_point* deadline,
                          const std::stop_token& stop) {
   // The stop flag is set before the callbacks run, and the callback's unpark
-  // leaves a permit: a request landing after our check makes park() return.
-  for (;;) {
-    if (n.woken.load(std::memory_order_acquire) != 0) return true;
-    if (stop.stop_requested() ||
-        (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline)) {
-      return !remove(n);  // a wake took it just as we left: the notification is ours
-    }
-    if (deadline == nullptr) {
-      park();
-    } else {
-      (void)park_until(*deadline);
-    }
-  }
+  // leaves a permit: a request landing after the check makes park() return.
+  return await_taken(
+             n, deadline, lock_, list_, [] {}, [&stop] { return stop.stop_requested(); }) != 0;
 }
 
 }  // namespace tessera::detail

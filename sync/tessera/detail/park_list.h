@@ -82,27 +82,36 @@ class park_list {
   park_node* tail_ = nullptr;
 };
 
+/// await_taken's default: never leave before the deadline.
+struct never_give_up {
+  bool operator()() const noexcept { return false; }
+};
+
 /// Parks until `n` is taken and returns the value it was marked with. With a
-/// deadline, once it passes: under `lock`, if `n` is still on `list` it leaves
-/// it, runs `on_left()` (still under the lock) and 0 is returned; a node taken
-/// just as it timed out returns what it was given.
-template <class Lock, class OnLeft>
+/// deadline, once it passes — or as soon as `give_up()` holds (checked before
+/// every park; whoever makes it true must unpark the waiter) — under `lock`, if
+/// `n` is still on `list` it leaves it, runs `on_left()` (still under the lock)
+/// and 0 is returned; a node taken just as it left returns what it was given.
+template <class Lock, class OnLeft, class GiveUp = never_give_up>
 int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline, Lock& lock,
-                park_list& list, OnLeft&& on_left) {
+                park_list& list, OnLeft&& on_left, GiveUp give_up = {}) {
   for (;;) {
     if (const int v = n.woken.load(std::memory_order_acquire); v != 0) return v;
-    if (deadline == nullptr) {
-      park();
-    } else if (!park_until(*deadline)) {
-      lock.lock();
-      const int v = n.woken.load(std::memory_order_acquire);
-      if (v == 0) {
-        list.unlink(n);
-        on_left();
+    if (!give_up()) {
+      if (deadline == nullptr) {
+        park();
+        continue;
       }
-      lock.unlock();
-      return v;
+      if (park_until(*deadline)) continue;
     }
+    lock.lock();
+    const int v = n.woken.load(std::memory_order_acquire);
+    if (v == 0) {
+      list.unlink(n);
+      on_left();
+    }
+    lock.unlock();
+    return v;
   }
 }
 
