@@ -197,7 +197,7 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
   if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
 }
 
-twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
+twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
     const std::chrono::steady_clock::time_point* deadline) {
   using clock = std::chrono::steady_clock;
   park_node n;
@@ -216,7 +216,7 @@ twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
   clock::time_point head_since{};
   std::uint64_t grant_then = 0;
   for (;;) {
-    if (n.woken.load(std::memory_order_acquire) != 0) return lobby_exit::admitted;
+    if (n.woken.load(std::memory_order_acquire) != 0) return {lobby_exit::admitted, 0};
     // Only the oldest member keeps a fairness timer; whoever takes the oldest
     // out unparks the next, which starts its own (front() is a lock-free hint).
     if (!head && lobby_list_.front() == &n) {
@@ -249,24 +249,40 @@ twa_semaphore::lobby_exit twa_semaphore::lobby_wait(
     lobby_lock_.lock();
     if (n.woken.load(std::memory_order_acquire) != 0) {  // admitted meanwhile
       lobby_lock_.unlock();
-      return lobby_exit::admitted;
+      return {lobby_exit::admitted, 0};
+    }
+    if (!expired && entering_.load(std::memory_order_seq_cst) != 0) {
+      // Older members, called in for free permits, are on their way to their
+      // tickets: the lobby is moving, and a ticket taken now would pass them.
+      lobby_lock_.unlock();
+      head_since = now;
+      grant_then = grant_.load(std::memory_order_relaxed);
+      continue;
     }
     const bool was_front = lobby_list_.front() == &n;
     leave_lobby(n);
+    // A forced member takes its ticket before it lets go of the lock: once it
+    // is off the list, a release may call the next member in, and that one
+    // must find this ticket already taken (lobby order; CI caught admission
+    // order 0,1,3,2 when the ticket was taken after the unlock).
+    const std::uint64_t t = expired ? 0 : ticket_.fetch_add(1, std::memory_order_seq_cst);
     waiter* next_who = was_front ? lobby_oldest() : nullptr;
     lobby_lock_.unlock();
     if (next_who != nullptr) unpark(next_who);
-    return expired ? lobby_exit::timed_out : lobby_exit::forced;
+    return {expired ? lobby_exit::timed_out : lobby_exit::forced, t};
   }
 }
 
-bool twa_semaphore::enter_from_lobby(lobby_exit how,
+bool twa_semaphore::enter_from_lobby(lobby_leave left,
                                      const std::chrono::steady_clock::time_point* deadline) {
-  const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
+  // A forced member took its ticket in lobby_wait(), under the lobby lock.
+  const std::uint64_t t = left.how == lobby_exit::forced
+                              ? left.ticket
+                              : ticket_.fetch_add(1, std::memory_order_seq_cst);
   // An admitted member's permit is now counted by its ticket, no longer as
   // "entering". An admitter that saw both counts undercounted the free
   // permits: look again. (A forced entry was never counted.)
-  if (how == lobby_exit::admitted) entering_.fetch_sub(1, std::memory_order_seq_cst);
+  if (left.how == lobby_exit::admitted) entering_.fetch_sub(1, std::memory_order_seq_cst);
   if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
   if (admitted(t)) return true;
   return wait(t, deadline);

@@ -61,10 +61,14 @@
 //     it has been oldest for kLobbyFairness (1 ms for a thread, 100 µs for a
 //     fiber) while the grant moved, so a circulating set cannot shut it out. A
 //     lobby of L callers is therefore left within about L such intervals of
-//     progress. (While the grant stands still it stays: nobody passes it.)
-//   So admission is FIFO among tickets and FIFO within the lobby, but an acquirer
-//   that finds room in the queue passes the lobby. try_acquire never waits in the
-//   lobby. A timed acquirer whose deadline passes in the lobby holds no ticket,
+//     progress. (While the grant stands still it stays: nobody passes it; nor
+//     while older members called in for free permits have yet to take their
+//     tickets.) A forced member takes its ticket under the lobby lock, so no
+//     later member can take an earlier one.
+//   So admission is FIFO among tickets and FIFO within the lobby (members called
+//   in while several permits are free may take their tickets in either order),
+//   but an acquirer that finds room in the queue passes the lobby. try_acquire
+//   never waits in the lobby. A timed acquirer whose deadline passes in the lobby holds no ticket,
 //   so it leaves without cancelling anything; it still takes a permit that is
 //   free at that moment. admission::fifo turns restriction off per semaphore.
 //
@@ -159,9 +163,9 @@ class twa_semaphore {
     if (try_acquire()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
     if (crowded()) [[unlikely]] {
-      const lobby_exit how = lobby_wait(&deadline);
-      if (how == lobby_exit::timed_out) return try_acquire();  // no ticket held: just leave
-      return enter_from_lobby(how, &deadline);
+      const lobby_leave left = lobby_wait(&deadline);
+      if (left.how == lobby_exit::timed_out) return try_acquire();  // no ticket held: just leave
+      return enter_from_lobby(left, &deadline);
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (admitted(t)) return true;
@@ -231,11 +235,16 @@ class twa_semaphore {
 
   bool wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline);
   /// How a caller left the lobby: called in for a free permit (counted in
-  /// entering_ until it takes its ticket), forced in by the fairness timer, or
+  /// entering_ until it takes its ticket), forced in by the fairness timer
+  /// (it took its ticket under lobby_lock_, so no later member passes it), or
   /// out of time (it takes no ticket).
   enum class lobby_exit { admitted, forced, timed_out };
-  lobby_exit lobby_wait(const std::chrono::steady_clock::time_point* deadline);
-  bool enter_from_lobby(lobby_exit how, const std::chrono::steady_clock::time_point* deadline);
+  struct lobby_leave {
+    lobby_exit how;
+    std::uint64_t ticket;  // the ticket a forced member took; else unused
+  };
+  lobby_leave lobby_wait(const std::chrono::steady_clock::time_point* deadline);
+  bool enter_from_lobby(lobby_leave left, const std::chrono::steady_clock::time_point* deadline);
   void admit_from_lobby() noexcept;
   /// Under lobby_lock_: takes `n` off the lobby list and out of the count.
   void leave_lobby(park_node& n) noexcept {

@@ -6,6 +6,8 @@
  * "RMW lobby_; LD grant, ticket" (admit_from_lobby), the entering member's
  * admit, and optionally the oldest member's fairness timer and a caller's
  * deadline in the lobby (then it leaves and tries try_acquire once).
+ * TIMER_FIRST_ONLY limits the timer to the first caller to join the lobby,
+ * which keeps four acquirers within reach of an exhaustive search.
  *
  * The ticket queue's own waiting (chains, park) is model-checked in
  * wait_chain.pml; here a queued ticket waits as a blocking guard (G > t).
@@ -17,11 +19,17 @@
  *  - never more holders than permits;
  *  - no lost wake-up: every process terminates (invalid end states), in
  *    particular no caller sleeps in the lobby while a permit stays free;
- *  - at the end: lobby empty, all permits back (G - T == INIT).
+ *  - at the end: lobby empty, all permits back (G - T == INIT);
+ *  - lobby order: when a lobby member takes its ticket, no member that joined
+ *    the lobby after it has taken one already, unless both were called in for
+ *    free permits (then both are admitted at once and their order is moot).
  * Mutations that must be caught (run_model.sh): -DJOIN_SKIPS_ADMIT (a joiner
  * parks without looking for a free permit after counting itself in: a release
- * that read lobby_ == 0 just before is missed) and -DRELEASE_SKIPS_LOBBY (the
- * release fast path does not look at the lobby).
+ * that read lobby_ == 0 just before is missed), -DRELEASE_SKIPS_LOBBY (the
+ * release fast path does not look at the lobby) and -DFORCED_TICKET_AFTER_UNLOCK
+ * (a member forced in by the fairness timer takes its ticket after it lets go
+ * of the lobby lock, and regardless of older members still entering: the code
+ * before 2026-11-22, which CI caught admitting 0,1,3,2).
  */
 #ifndef NP
 #define NP 3
@@ -47,6 +55,29 @@ bit woken[NP];              /* park_node::woken */
 bit permit[NP];             /* park/unpark permit */
 byte inside = 0;
 byte finished = 0;
+byte seqctr = 0;            /* lobby joins so far: a member's place in line */
+byte myseq[NP];             /* the place of each member's (latest) join */
+bit inl[NP];                /* joined the lobby this round */
+bit tk[NP];                 /* ... and has taken its ticket */
+
+/* A lobby member p takes its ticket (into t): check lobby order first. */
+inline lobby_ticket(p) {
+  atomic {
+    j = 0;
+    do
+    :: j < NP ->
+       if
+       :: inl[j] && tk[j] && myseq[j] > myseq[p] -> assert(woken[p] && woken[j])
+       :: else -> skip
+       fi;
+       j++
+    :: else -> break
+    od;
+    t = T;
+    T++;
+    tk[p] = 1
+  }
+}
 
 inline lock_l() { atomic { lk == 0 -> lk = 1 } }
 inline unlock_l() { lk = 0 }
@@ -118,7 +149,7 @@ inline admit_from_lobby() {
 
 proctype acquirer(byte p) {
   byte round = 0, t, tt, gg, g, h, nh, j, grant_then, adm, taken;
-  bit head, got, expired;
+  bit head, got, expired, forced, stay;
   do
   :: round < R ->
      got = 0;
@@ -133,12 +164,17 @@ proctype acquirer(byte p) {
         lq[lqlen] = p;
         lqlen++;
         lobby++;
+        myseq[p] = seqctr;
+        seqctr++;
+        inl[p] = 1;
+        tk[p] = 0;
         unlock_l();
 #ifndef JOIN_SKIPS_ADMIT
         admit_from_lobby();
 #endif
         head = 0;
         expired = 0;
+        forced = 0;
         do
         :: woken[p] -> break
         :: else ->
@@ -149,15 +185,30 @@ proctype acquirer(byte p) {
            if
            :: permit[p] -> permit[p] = 0          /* park() returns */
 #ifdef TIMER
+#ifdef TIMER_FIRST_ONLY
+           :: head && myseq[p] == 0 ->            /* the first member's timer fires */
+#else
            :: head ->                             /* the fairness timer fires */
+#endif
               if
               :: G != grant_then ->
+                 stay = 0;
                  lock_l();
                  if
                  :: woken[p] -> unlock_l()
+#ifndef FORCED_TICKET_AFTER_UNLOCK
+                 :: !woken[p] && entering > 0 ->  /* older members entering: stay */
+                    unlock_l();
+                    grant_then = G;
+                    stay = 1
+#endif
                  :: else ->
                     unlink(p);
                     lobby--;
+                    forced = 1;
+#ifndef FORCED_TICKET_AFTER_UNLOCK
+                    lobby_ticket(p);              /* under the lobby lock */
+#endif
                     nh = NP;
                     if
                     :: lqlen > 0 -> nh = lq[0]
@@ -169,7 +220,10 @@ proctype acquirer(byte p) {
                     :: else -> skip
                     fi
                  fi;
-                 break
+                 if
+                 :: !stay -> break
+                 :: else -> skip
+                 fi
               :: else -> grant_then = G           /* nobody passed: stay */
               fi
 #endif
@@ -211,7 +265,14 @@ proctype acquirer(byte p) {
            }
         :: else ->
            /* enter_from_lobby() */
-           atomic { t = T; T++ };
+#ifndef FORCED_TICKET_AFTER_UNLOCK
+           if
+           :: !forced -> lobby_ticket(p)
+           :: else -> skip                        /* took it under the lock */
+           fi;
+#else
+           lobby_ticket(p);
+#endif
            if
            :: woken[p] -> entering--              /* called in, not forced */
            :: else -> skip
