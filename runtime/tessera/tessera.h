@@ -5,6 +5,7 @@
 //   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
 //   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
 //   <tessera/atomic_wait.h>        atomic_wait, atomic_notify_one/all (P0514)
+//   <tessera/channel.h>            channel<T> (buffered or rendezvous, closable)
 //   <tessera/condition_variable.h> condition_variable, condition_variable_any, condition_variable_atomic
 //   <tessera/event.h>              auto_reset_event, manual_reset_event
 //   <tessera/latch.h>              latch, barrier, wait_group
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <tessera/atomic_wait.h>
+#include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
 #include <tessera/latch.h>

@@ -14,6 +14,10 @@
 //                iterations/s
 //   latency      the same loop with tessera::mutex and boost::fibers::mutex,
 //                every 16th lock() timed: p99.9 and max wait, µs (fairness)
+//   channel      P producer and P consumer fibers on 2 workers pass ints through
+//                one channel until it is closed, ns per item: tessera::channel
+//                with capacity 0 (rendezvous) and 64 vs Boost.Fiber's
+//                unbuffered_channel and buffered_channel (capacity 64)
 //   memory       100,000 fibers parked on a semaphore: RSS per parked fiber
 //
 // Boost.Fiber's work_stealing can be set up once per process (static state), so
@@ -342,6 +346,52 @@ long rss_kib() {
   return -1;
 }
 
+// ---- channel ------------------------------------------------------------------------
+void chan_send(tessera::channel<int>& ch, int v) {
+  (void)ch.send(v);
+}
+bool chan_receive(tessera::channel<int>& ch, int& v) {
+  const auto got = ch.receive();
+  if (got) v = *got;
+  return got.has_value();
+}
+template <class Ch>
+void chan_send(Ch& ch, int v) {
+  (void)ch.push(v);
+}
+template <class Ch>
+bool chan_receive(Ch& ch, int& v) {
+  return ch.pop(v) == bf::channel_op_status::success;
+}
+
+// `pairs` producers send 0..items-1 between them, `pairs` consumers receive
+// until the channel is closed; ns per item. The same code for both libraries.
+template <class Fiber, class Ch>
+double channel_transfer(Ch& ch, int pairs, int items) {
+  std::atomic<int> producers_left{pairs};
+  std::atomic<long> sum{0};
+  const auto t0 = steady::now();
+  std::vector<Fiber> fs;
+  for (int p = 0; p < pairs; ++p) {
+    fs.emplace_back([&, p] {
+      for (int i = p; i < items; i += pairs) chan_send(ch, i);
+      if (producers_left.fetch_sub(1) == 1) ch.close();
+    });
+    fs.emplace_back([&] {
+      long s = 0;
+      for (int v; chan_receive(ch, v);) s += v;
+      sum.fetch_add(s);
+    });
+  }
+  for (auto& f : fs) f.join();
+  const double ns = seconds_since(t0) * 1e9 / items;
+  if (sum.load() != static_cast<long>(items) * (items - 1) / 2) {
+    std::fprintf(stderr, "channel: items lost or duplicated (sum %ld)\n", sum.load());
+    std::exit(1);
+  }
+  return ns;
+}
+
 // ---- reporting --------------------------------------------------------------------------
 struct row {
   std::string bench, unit;
@@ -383,8 +433,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "runs per figure (median)")->check(CLI::Range(1, 100));
   app.add_flag("--quick", quick, "fewer rounds (for CI)");
   app.add_option("--only", only, "benchmarks to run")
-      ->check(CLI::IsMember(
-          {"skynet", "pingpong", "create-join", "yield", "semabench", "latency", "memory"}));
+      ->check(CLI::IsMember({"skynet", "pingpong", "create-join", "yield", "semabench", "latency",
+                             "channel", "memory"}));
   app.add_option("--fibers", fiber_counts, "fiber counts for semabench (comma-separated)")
       ->delimiter(',')
       ->check(CLI::Range(1, 100000));
@@ -538,6 +588,38 @@ int main(int argc, char** argv) {
                       true, " (every 16th lock() timed; median of runs)"});
       rows.push_back({"  mutex F=" + fs + " max wait", "us", tmax, bmax, true,
                       " (longest timed lock() over all runs)"});
+    }
+  }
+  if (want("channel")) {
+    tessera::Runtime rt({.workers = 2});
+    const int items = rounds;
+    for (int pairs : {1, 4}) {
+      for (int cap : {0, 64}) {
+        std::printf("channel capacity %d, %d+%d fibers ...\n", cap, pairs, pairs);
+        std::fflush(stdout);
+        const auto [t, b] = medians_of(
+            runs,
+            [&] {
+              return rt.run([&] {
+                tessera::channel<int> ch(static_cast<std::size_t>(cap));
+                return channel_transfer<tessera::fiber>(ch, pairs, items);
+              });
+            },
+            [&] {
+              return boost_pool::get().run([&] {
+                if (cap == 0) {
+                  bf::unbuffered_channel<int> ch;
+                  return channel_transfer<bf::fiber>(ch, pairs, items);
+                }
+                bf::buffered_channel<int> ch(static_cast<std::size_t>(cap));
+                return channel_transfer<bf::fiber>(ch, pairs, items);
+              });
+            });
+        rows.push_back({"channel cap " + std::to_string(cap) + ", " + std::to_string(pairs) + "+" +
+                            std::to_string(pairs) + ", 2w",
+                        "ns/item", t, b, true,
+                        cap == 0 ? " (Boost: unbuffered_channel)" : " (Boost: buffered_channel)"});
+      }
     }
   }
   if (want("memory")) {

@@ -1,0 +1,374 @@
+// tessera/channel.h — channel<T>: a bounded, closable FIFO channel, and with
+// capacity 0 a rendezvous (synchronous) channel, for fibers and OS threads.
+//
+// Box office / bouncer (seed 002). The box office is the channel's state under
+// its small spin lock (detail::spin_lock: a few instructions, never parked on);
+// the bouncers are two FIFO queues of parked callers (detail::park_list), each
+// caller waiting on its own park_node with park()/unpark() (DESIGN.md's façade).
+//
+//   field        meaning
+//   ring_        the buffer: `capacity()` slots, `count_` of them full from head_
+//   senders_     parked senders, oldest first; each node points at the value
+//                its sender still owns (nothing is moved until a receiver takes it)
+//   receivers_   parked receivers, oldest first; each node points at the slot
+//                its receiver wants the value in
+//   closed_      set once by close(); never cleared
+//
+//   Invariants (under the lock): receivers wait only while the buffer is empty
+//   and no sender waits; senders wait only while the buffer is full (always,
+//   for capacity 0) and no receiver waits. So at most one queue is non-empty.
+//
+//   send      a receiver waits: hand it the value directly, unpark it (seed
+//             004's dual data structure: the value meets a waiting request).
+//             Else room in the buffer: append. Else closed: fail. Else park in
+//             senders_ until a receiver takes the value, close(), or the deadline.
+//   receive   the buffer has an item: take the oldest; if a sender waits, move
+//             its value into the freed slot and unpark it. Else (capacity 0) a
+//             sender waits: take its value directly. Else closed: fail. Else park
+//             in receivers_ until a sender delivers, close(), or the deadline.
+//   close     set closed_; unpark every parked sender (their sends fail; their
+//             values stay with them) and every parked receiver (nothing to take:
+//             they only wait while the buffer is empty). Buffered items stay
+//             receivable: receivers drain them, then see `closed`.
+//
+// Contract
+// - Order: FIFO. Values are received in the order their sends took effect
+//   (entered the buffer or met a receiver); parked senders are served oldest
+//   first, and so are parked receivers. A send that returns success
+//   happens-before the receive that gets its value (both sides pass through the
+//   lock; a parked party is woken by a release store it reads with acquire).
+// - Rendezvous (capacity 0): send returns only once a receiver has taken the
+//   value; a receiver takes it from a parked sender, or parks until one comes.
+//   try_send succeeds only if a receiver is parked; try_receive only if a sender is.
+// - Nothing is lost: a send that fails (closed, full, timeout) leaves its
+//   argument untouched — send(T&&) moves from it only on success; a timed wait
+//   that expires just as it is served reports success (the item or delivery
+//   went through). close() never drops buffered items.
+// - Blocking calls park the caller (a fiber switches to its worker, a thread
+//   sleeps on its futex). No spurious wake-ups are visible; timed calls never
+//   return `timeout` before the deadline (steady_clock; durations in any
+//   std::chrono unit, converted without rounding down).
+// - Who may call: any fiber or OS thread, mixed, any number of senders and
+//   receivers. close() may be called by anyone, more than once (later calls do
+//   nothing).
+// - Requirements on T: nothrow move constructible (values move under the lock,
+//   and a move that threw there would lose an item).
+// - Misuse: destroying a channel while callers are parked on it is undefined;
+//   debug builds (TESSERA_CHECKS) abort with a message saying so. A capacity
+//   too large to allocate throws std::bad_alloc from the constructor.
+//
+// Peers: Go's chan (send on a closed channel panics there; here it fails), and
+// Boost.Fiber's buffered_channel / unbuffered_channel (channel_op_status). The
+// FAA-based lock-free channel of seed 004 is faster under heavy contention;
+// this one keeps every operation to a few instructions under one lock, which
+// on 2 cores is what bounds it anyway (fiberbench `channel` measures it beside
+// Boost.Fiber's).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/detail/cpu.h"
+#include "tessera/detail/park_list.h"
+#include "tessera/detail/spin_lock.h"
+#include "tessera/mutex.h"  // detail::to_steady, detail::deadline_after
+
+namespace tessera {
+
+/// What a channel operation did.
+enum class channel_status {
+  success,  ///< sent (buffered or handed over) / received
+  empty,    ///< try_receive: nothing to take now
+  full,     ///< try_send: no room now (capacity 0: no receiver waiting)
+  closed,   ///< the channel is closed (a receive: and drained)
+  timeout,  ///< the deadline passed first
+};
+
+template <class T>
+class channel {
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "tessera::channel<T>: T must be nothrow move constructible");
+
+ public:
+  using value_type = T;
+
+  /// A channel buffering up to `capacity` values; 0 makes it a rendezvous channel.
+  explicit channel(std::size_t capacity)
+      : capacity_(capacity),
+        ring_(capacity == 0 ? nullptr : std::make_unique<std::optional<T>[]>(capacity)) {}
+  ~channel() {
+#if TESSERA_CHECKS
+    if (!senders_.empty() || !receivers_.empty()) {
+      detail::misuse_abort("tessera::channel destroyed while senders or receivers wait on it");
+    }
+#endif
+  }
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+
+  /// Values the channel buffers at most (0: rendezvous).
+  std::size_t capacity() const noexcept {
+    return capacity_;
+  }
+
+  /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
+  /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
+  /// closed first.
+  bool send(T&& v) {
+    return send_impl(v, nullptr, false) == channel_status::success;
+  }
+  bool send(const T& v) {
+    T copy(v);
+    return send(std::move(copy));
+  }
+  /// Sends without waiting: success, full, or closed (`v` untouched unless success).
+  channel_status try_send(T&& v) {
+    return send_impl(v, nullptr, true);
+  }
+  channel_status try_send(const T& v) {
+    T copy(v);
+    return try_send(std::move(copy));
+  }
+  /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
+  template <class Rep, class Period>
+  channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
+    const auto deadline = detail::deadline_after(d);
+    return send_impl(v, &deadline, false);
+  }
+  template <class Clock, class Duration>
+  channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
+    const auto deadline = detail::to_steady(t);
+    return send_impl(v, &deadline, false);
+  }
+
+  /// Receives the oldest value, parking while there is none. Returns nullopt
+  /// once the channel is closed and drained.
+  std::optional<T> receive() {
+    std::optional<T> out;
+    (void)receive_impl(out, nullptr, false);
+    return out;
+  }
+  /// Receives without waiting: success (into `out`), empty, or closed (and drained).
+  channel_status try_receive(T& out) {
+    return receive_into(out, nullptr, true);
+  }
+  /// receive() with a deadline: success (into `out`), closed, or timeout.
+  template <class Rep, class Period>
+  channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
+    const auto deadline = detail::deadline_after(d);
+    return receive_into(out, &deadline, false);
+  }
+  template <class Clock, class Duration>
+  channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
+    const auto deadline = detail::to_steady(t);
+    return receive_into(out, &deadline, false);
+  }
+
+  /// Closes the channel: later and parked sends fail; receives drain what is
+  /// buffered, then fail. Idempotent.
+  void close() noexcept {
+    lock_.lock();
+    closed_ = true;
+    lock_.unlock();
+    // Parked callers are taken one per lock hold, so their unparks run outside it.
+    for (;;) {
+      lock_.lock();
+      detail::park_node* n = senders_.front();
+      detail::park_list* list = &senders_;
+      if (n == nullptr) {
+        n = receivers_.front();
+        list = &receivers_;
+      }
+      waiter* who = n != nullptr ? list->take(*n, kClosed) : nullptr;
+      lock_.unlock();
+      if (who == nullptr) return;
+      unpark(who);
+    }
+  }
+  /// Whether close() has been called (a snapshot).
+  bool is_closed() const noexcept {
+    lock_.lock();
+    const bool c = closed_;
+    lock_.unlock();
+    return c;
+  }
+  /// Values buffered now (a snapshot, for tests and monitoring).
+  std::size_t size() const noexcept {
+    lock_.lock();
+    const std::size_t n = count_;
+    lock_.unlock();
+    return n;
+  }
+
+  /// Senders parked now (a snapshot, for tests and monitoring; walks the queue).
+  std::size_t waiting_senders() const noexcept {
+    return queued(senders_);
+  }
+  /// Receivers parked now (a snapshot, for tests and monitoring; walks the queue).
+  std::size_t waiting_receivers() const noexcept {
+    return queued(receivers_);
+  }
+
+  /// Range-for over the values until the channel is closed and drained:
+  /// `for (T& v : ch)`. Each step is a receive().
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = T*;
+    using reference = T&;
+    iterator() = default;
+    explicit iterator(channel* ch) : ch_(ch) { ++*this; }
+    T& operator*() { return *value_; }
+    T* operator->() { return &*value_; }
+    iterator& operator++() {
+      value_ = ch_->receive();
+      if (!value_) ch_ = nullptr;
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(const iterator& o) const noexcept { return ch_ == o.ch_; }
+
+   private:
+    channel* ch_ = nullptr;
+    std::optional<T> value_;
+  };
+  iterator begin() {
+    return iterator(this);
+  }
+  iterator end() noexcept {
+    return iterator();
+  }
+
+ private:
+  // park_node marks: what a parked caller was given.
+  static constexpr int kDone = 1;    // value taken (sender) / delivered (receiver)
+  static constexpr int kClosed = 2;  // close() woke it: nothing happened
+  struct send_node : detail::park_node {
+    T* value = nullptr;
+  };
+  struct receive_node : detail::park_node {
+    std::optional<T>* slot = nullptr;
+  };
+
+  // Buffer ring, under lock_.
+  void push_back(T&& v) noexcept {
+    ring_[(head_ + count_) % capacity_].emplace(std::move(v));
+    ++count_;
+  }
+  void pop_front(std::optional<T>& out) noexcept {
+    std::optional<T>& front = ring_[head_];
+    out.emplace(std::move(*front));
+    front.reset();
+    head_ = (head_ + 1) % capacity_;
+    --count_;
+  }
+
+  channel_status send_impl(T& v, const std::chrono::steady_clock::time_point* deadline,
+                           bool try_only) {
+    lock_.lock();
+    if (closed_) {
+      lock_.unlock();
+      return channel_status::closed;
+    }
+    if (detail::park_node* r = receivers_.front(); r != nullptr) {  // buffer empty
+      receivers_.unlink(*r);
+      static_cast<receive_node*>(r)->slot->emplace(std::move(v));
+      waiter* who = detail::park_list::mark(*r, kDone);
+      lock_.unlock();
+      unpark(who);
+      return channel_status::success;
+    }
+    if (count_ < capacity_) {
+      push_back(std::move(v));
+      lock_.unlock();
+      return channel_status::success;
+    }
+    if (try_only) {
+      lock_.unlock();
+      return channel_status::full;
+    }
+    send_node n;
+    n.who = self();
+    n.value = &v;
+    senders_.push_back(n);
+    lock_.unlock();
+    return outcome(detail::await_taken(n, deadline, lock_, senders_, [] {}));
+  }
+
+  channel_status receive_impl(std::optional<T>& out,
+                              const std::chrono::steady_clock::time_point* deadline,
+                              bool try_only) {
+    lock_.lock();
+    if (count_ > 0) {
+      pop_front(out);
+      waiter* who = nullptr;
+      if (detail::park_node* s = senders_.front(); s != nullptr) {  // refill the freed slot
+        senders_.unlink(*s);
+        push_back(std::move(*static_cast<send_node*>(s)->value));
+        who = detail::park_list::mark(*s, kDone);
+      }
+      lock_.unlock();
+      if (who != nullptr) unpark(who);
+      return channel_status::success;
+    }
+    if (detail::park_node* s = senders_.front(); s != nullptr) {  // rendezvous
+      senders_.unlink(*s);
+      out.emplace(std::move(*static_cast<send_node*>(s)->value));
+      waiter* who = detail::park_list::mark(*s, kDone);
+      lock_.unlock();
+      unpark(who);
+      return channel_status::success;
+    }
+    if (closed_ || try_only) {
+      const bool closed = closed_;
+      lock_.unlock();
+      return closed ? channel_status::closed : channel_status::empty;
+    }
+    receive_node n;
+    n.who = self();
+    n.slot = &out;
+    receivers_.push_back(n);
+    lock_.unlock();
+    return outcome(detail::await_taken(n, deadline, lock_, receivers_, [] {}));
+  }
+
+  channel_status receive_into(T& out, const std::chrono::steady_clock::time_point* deadline,
+                              bool try_only) {
+    std::optional<T> got;
+    const channel_status s = receive_impl(got, deadline, try_only);
+    if (s == channel_status::success) out = std::move(*got);
+    return s;
+  }
+
+  std::size_t queued(const detail::park_list& list) const noexcept {
+    lock_.lock();
+    std::size_t n = 0;
+    for (const detail::park_node* p = list.front(); p != nullptr; p = p->next) ++n;
+    lock_.unlock();
+    return n;
+  }
+
+  static channel_status outcome(int mark) noexcept {
+    return mark == kDone     ? channel_status::success
+           : mark == kClosed ? channel_status::closed
+                             : channel_status::timeout;
+  }
+
+  const std::size_t capacity_;
+  const std::unique_ptr<std::optional<T>[]> ring_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  bool closed_ = false;
+  detail::park_list senders_;
+  detail::park_list receivers_;
+  mutable detail::spin_lock lock_;
+};
+
+}  // namespace tessera
