@@ -295,11 +295,8 @@ class channel {
       return channel_status::full;
     }
     send_node n;
-    n.who = self();
     n.value = &v;
-    senders_.push_back(n);
-    lock_.unlock();
-    return outcome(detail::await_taken(n, deadline, lock_, senders_, [] {}));
+    return park_in(senders_, n, deadline);
   }
 
   channel_status receive_impl(std::optional<T>& out,
@@ -332,11 +329,18 @@ class channel {
       return closed ? channel_status::closed : channel_status::empty;
     }
     receive_node n;
-    n.who = self();
     n.slot = &out;
-    receivers_.push_back(n);
+    return park_in(receivers_, n, deadline);
+  }
+
+  /// Called under lock_, which it lets go: queues `n` on `list` and parks until
+  /// it is taken (success or closed) or the deadline passes (it leaves: timeout).
+  channel_status park_in(detail::park_list& list, detail::park_node& n,
+                         const std::chrono::steady_clock::time_point* deadline) {
+    n.who = self();
+    list.push_back(n);
     lock_.unlock();
-    return outcome(detail::await_taken(n, deadline, lock_, receivers_, [] {}));
+    return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
   }
 
   channel_status receive_into(T& out, const std::chrono::steady_clock::time_point* deadline,
