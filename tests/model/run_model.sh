@@ -9,8 +9,7 @@
 #   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
 #   tests/model/run_model.sh lobby                # lobby.pml: the TWA semaphore's concurrency
 #                                                 # restriction; 2 configurations, 3 mutations (~50 s; ctest)
-#   tests/model/run_model.sh lobby --deep         # adds 4 acquirers: 2 permits (~100 s, 3.4 GB),
-#                                                 # and 1 permit with fairness timers (bitstate, long)
+#   tests/model/run_model.sh lobby --deep         # adds 4 acquirers and 2 permits (~100 s, 3.4 GB)
 #   tests/model/run_model.sh mutex                # mutex.pml: the WOKEN token, hand-off,
 #                                                 # timeouts; 2 configurations, 3 mutations (~20 s; ctest)
 set -euo pipefail
@@ -105,10 +104,10 @@ if [ "$model" = "lobby" ]; then
   if [ "${2:-}" = "--deep" ]; then
     # Two permits, four acquirers (6.5e7 states, ~100 s, 3.4 GB).
     run "4 acquirers, 2 permits" pass -DNP=4 -DR=1 -DINIT=2
-    # One permit, four acquirers, two of them in the lobby, every head's
-    # fairness timer: over 3.5e8 states, bitstate in 2 GiB (BITSTATE_MINUTES).
-    bitstate=34 run "4 acquirers, 1 permit, fairness timers (bitstate)" pass \
-        -DNP=4 -DR=1 -DTIMER
+    # (One permit, four acquirers with fairness timers -- where the ordering
+    # mutation is found -- is out of reach: bitstate searches in 2 GiB went
+    # past 1.35e9 states with every head's timer and 8.6e8 with the first's only,
+    # 28 and 12 minutes, without an error and without finishing.)
   fi
   echo "lobby model: never more holders than permits, no lost wake-up, lobby order kept, nothing left behind"
   exit 0
