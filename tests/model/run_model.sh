@@ -9,7 +9,7 @@
 #   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
 #   tests/model/run_model.sh lobby                # lobby.pml: the TWA semaphore's concurrency
 #                                                 # restriction; 2 configurations, 3 mutations (~50 s; ctest)
-#   tests/model/run_model.sh lobby --deep         # adds 4 acquirers and 2 permits (~100 s, 3.4 GB)
+#   tests/model/run_model.sh lobby --deep         # adds 4 acquirers and 2 permits (~6 min)
 #   tests/model/run_model.sh mutex                # mutex.pml: the WOKEN token, hand-off,
 #                                                 # timeouts; 2 configurations, 3 mutations (~20 s; ctest)
 set -euo pipefail
@@ -102,7 +102,7 @@ if [ "$model" = "lobby" ]; then
   bitstate=30 run "mutation: a forced member takes its ticket after unlocking" fail \
       -DNP=4 -DR=1 -DTIMER -DTIMER_FIRST_ONLY -DFORCED_TICKET_AFTER_UNLOCK
   if [ "${2:-}" = "--deep" ]; then
-    # Two permits, four acquirers (6.5e7 states, ~100 s, 3.4 GB).
+    # Two permits, four acquirers (2.3e8 states, ~6 min).
     run "4 acquirers, 2 permits" pass -DNP=4 -DR=1 -DINIT=2
     # (One permit, four acquirers with fairness timers -- where the ordering
     # mutation is found -- is out of reach: bitstate searches in 2 GiB went
