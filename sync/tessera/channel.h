@@ -278,9 +278,8 @@ class channel {
       return channel_status::closed;
     }
     if (detail::park_node* r = receivers_.front(); r != nullptr) {  // buffer empty
-      receivers_.unlink(*r);
       static_cast<receive_node*>(r)->slot->emplace(std::move(v));
-      waiter* who = detail::park_list::mark(*r, kDone);
+      waiter* who = receivers_.take(*r, kDone);
       lock_.unlock();
       unpark(who);
       return channel_status::success;
@@ -303,24 +302,23 @@ class channel {
                               const std::chrono::steady_clock::time_point* deadline,
                               bool try_only) {
     lock_.lock();
-    if (count_ > 0) {
-      pop_front(out);
-      waiter* who = nullptr;
-      if (detail::park_node* s = senders_.front(); s != nullptr) {  // refill the freed slot
-        senders_.unlink(*s);
-        push_back(std::move(*static_cast<send_node*>(s)->value));
-        who = detail::park_list::mark(*s, kDone);
+    const bool buffered = count_ > 0;
+    if (buffered) pop_front(out);
+    // A parked sender (the buffer is full, or capacity is 0): its value refills
+    // the slot just freed, or, with nothing buffered, is ours directly.
+    waiter* who = nullptr;
+    if (detail::park_node* s = senders_.front(); s != nullptr) {
+      T& v = *static_cast<send_node*>(s)->value;
+      if (buffered) {
+        push_back(std::move(v));
+      } else {
+        out.emplace(std::move(v));
       }
+      who = senders_.take(*s, kDone);
+    }
+    if (buffered || who != nullptr) {
       lock_.unlock();
       if (who != nullptr) unpark(who);
-      return channel_status::success;
-    }
-    if (detail::park_node* s = senders_.front(); s != nullptr) {  // rendezvous
-      senders_.unlink(*s);
-      out.emplace(std::move(*static_cast<send_node*>(s)->value));
-      waiter* who = detail::park_list::mark(*s, kDone);
-      lock_.unlock();
-      unpark(who);
       return channel_status::success;
     }
     if (closed_ || try_only) {

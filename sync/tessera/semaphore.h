@@ -68,9 +68,10 @@
 //   So admission is FIFO among tickets and FIFO within the lobby (members called
 //   in while several permits are free may take their tickets in either order),
 //   but an acquirer that finds room in the queue passes the lobby. try_acquire
-//   never waits in the lobby. A timed acquirer whose deadline passes in the lobby holds no ticket,
-//   so it leaves without cancelling anything; it still takes a permit that is
-//   free at that moment. admission::fifo turns restriction off per semaphore.
+//   never waits in the lobby. A timed acquirer whose deadline passes in the
+//   lobby holds no ticket, so it leaves without cancelling anything; it still
+//   takes a permit that is free at that moment. admission::fifo turns
+//   restriction off per semaphore.
 //
 // Misuse
 // - Initial count outside [0, max()], release(n) with n < 0 or n > max(): throw

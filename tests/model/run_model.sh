@@ -98,7 +98,7 @@ if [ "$model" = "lobby" ]; then
   run "mutation: release's fast path skips the lobby" fail -DNP=3 -DR=1 -DRELEASE_SKIPS_LOBBY
   # Lobby order needs two members in the lobby, so four acquirers: the mutation
   # is found after 6e7 states (bitstate, ~40 s, 140 MB); the fixed protocol's
-  # state space there is too large to store (--deep searches it by bitstate).
+  # state space there is too large to search (see --deep below).
   bitstate=30 run "mutation: a forced member takes its ticket after unlocking" fail \
       -DNP=4 -DR=1 -DTIMER -DTIMER_FIRST_ONLY -DFORCED_TICKET_AFTER_UNLOCK
   if [ "${2:-}" = "--deep" ]; then
