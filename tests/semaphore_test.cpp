@@ -77,6 +77,7 @@ struct tuning {
   std::uint32_t threshold;
   std::uint32_t spins;
   std::uint32_t window;  // admission_window: 0 is strict FIFO (no lobby)
+  bool barging = false;  // admission::barging (no tickets; the rest is unused)
 };
 
 // Sets the process-wide TWA tuning for one test and restores it afterwards.
@@ -100,36 +101,55 @@ class scoped_tuning {
   tuning saved_;
 };
 
-class Twa : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> {
+class Strategy : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> {
  protected:
   void SetUp() override { tuned_.emplace(std::get<0>(GetParam())); }
   void TearDown() override { tuned_.reset(); }
   exec_kind kind() const { return std::get<1>(GetParam()); }
+  /// The admission policy the tests build their semaphores with.
+  admission mode() const {
+    const tuning& tu = std::get<0>(GetParam());
+    return tu.barging       ? admission::barging
+           : tu.window == 0 ? admission::fifo
+                            : admission::restricted;
+  }
   std::optional<scoped_tuning> tuned_;
 };
+/// What any counting_semaphore promises, whatever its admission policy.
+class AnyAdmission : public Strategy {};
+/// What the TWA semaphore adds: FIFO tickets.
+class Twa : public Strategy {};
+
+std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec_kind>>& p) {
+  const tuning tu = std::get<0>(p.param);
+  const std::string env = "_" + to_string(std::get<1>(p.param));
+  if (tu.barging) return "barging" + env;
+  return "threshold" + std::to_string(tu.threshold) + "_spin" + std::to_string(tu.spins) +
+         (tu.window == 0 ? std::string("_fifo") : "_window" + std::to_string(tu.window)) + env;
+}
 
 // Every TWA test runs under four waiting strategies and in every execution
 // environment (threads, fibers on 1/2/4 workers, fibers and threads mixed): the
 // defaults (restricted admission, window 1); strict FIFO parking at once, and
 // with long-term waiting (threshold 3, the successor-of-successor poke); and a
-// lobby behind a queue of 2 with long-term waiting.
+// lobby behind a queue of 2 with long-term waiting. The AnyAdmission tests also
+// run with admission::barging.
+const auto kTwaStrategies =
+    ::testing::Values(tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0}, tuning{3, 16, 2});
 INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
+                         ::testing::Combine(kTwaStrategies, ::testing::ValuesIn(all_exec_kinds())),
+                         strategy_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, AnyAdmission,
                          ::testing::Combine(::testing::Values(tuning{1, 1024, 1}, tuning{0, 0, 0},
-                                                              tuning{3, 16, 0}, tuning{3, 16, 2}),
+                                                              tuning{3, 16, 0}, tuning{3, 16, 2},
+                                                              tuning{1, 1024, 1, true}),
                                             ::testing::ValuesIn(all_exec_kinds())),
-                         [](const auto& p) {
-                           const tuning tu = std::get<0>(p.param);
-                           return "threshold" + std::to_string(tu.threshold) + "_spin" +
-                                  std::to_string(tu.spins) +
-                                  (tu.window == 0 ? std::string("_fifo")
-                                                  : "_window" + std::to_string(tu.window)) +
-                                  "_" + to_string(std::get<1>(p.param));
-                         });
+                         strategy_name);
 
 // counting_semaphore as a lock, contended by participants of every kind.
-TEST_P(Twa, ActsAsMutexUnderContention) {
-  watchdog dog("TWA mutex", 60s);
-  counting_semaphore<> s(1);
+TEST_P(AnyAdmission, ActsAsMutexUnderContention) {
+  watchdog dog("semaphore as mutex", 60s);
+  counting_semaphore<> s(1, mode());
   long shared = 0;  // protected by s: TSan checks the happens-before edges
   constexpr int kParticipants = 4, kIters = 5000;
   run_all(kind(), kParticipants, [&](int) {
@@ -196,9 +216,9 @@ TEST_P(Twa, FifoAdmissionFollowsTicketOrder) {
   EXPECT_EQ(log.order, iota(kThreads));
 }
 
-TEST_P(Twa, ReleaseNAdmitsExactlyN) {
+TEST_P(AnyAdmission, ReleaseNAdmitsExactlyN) {
   watchdog dog("release(n)", 60s);
-  counting_semaphore<> s(0);
+  counting_semaphore<> s(0, mode());
   constexpr int kThreads = 7;
   std::atomic<int> admitted{0};
   group g(kind());
@@ -231,14 +251,14 @@ TEST_P(Twa, TryAcquireNeverBargesAheadOfAQueuedWaiter) {
   EXPECT_TRUE(got.load());
 }
 
-void check_timeouts();
+void check_timeouts(admission mode);
 
-TEST_P(Twa, TimeoutsAreNeverEarlyNorGrosslyLate) {
-  run_all(kind(), 1, [](int) { check_timeouts(); });
+TEST_P(AnyAdmission, TimeoutsAreNeverEarlyNorGrosslyLate) {
+  run_all(kind(), 1, [this](int) { check_timeouts(mode()); });
 }
 
-void check_timeouts() {
-  counting_semaphore<> s(0);
+void check_timeouts(admission mode) {
+  counting_semaphore<> s(0, mode);
   for (auto timeout : {1ms, 5ms, 30ms}) {
     const auto start = clock::now();
     EXPECT_FALSE(s.try_acquire_for(timeout));
@@ -260,9 +280,9 @@ void check_timeouts() {
   EXPECT_TRUE(s.try_acquire_for(0ms));  // zero timeout still takes a free permit
 }
 
-TEST_P(Twa, TimedOutWaiterNeitherLosesAPermitNorBlocksLaterTickets) {
+TEST_P(AnyAdmission, TimedOutWaiterNeitherLosesAPermitNorBlocksLaterTickets) {
   watchdog dog("timed-out waiter", 60s);
-  counting_semaphore<> s(0);
+  counting_semaphore<> s(0, mode());
   // Ticket 0 times out; ticket 1 queued behind it must get the next permit.
   group early(kind());
   early.spawn([&] { EXPECT_FALSE(s.try_acquire_for(100ms)); });
@@ -282,8 +302,8 @@ TEST_P(Twa, TimedOutWaiterNeitherLosesAPermitNorBlocksLaterTickets) {
   EXPECT_TRUE(s.try_acquire());
 }
 
-TEST_P(Twa, MutexStyleTimeoutKeepsMutualExclusion) {
-  binary_semaphore s(1);
+TEST_P(AnyAdmission, MutexStyleTimeoutKeepsMutualExclusion) {
+  binary_semaphore s(1, mode());
   s.acquire();  // held
   run_all(kind(), 1, [&](int) { EXPECT_FALSE(s.try_acquire_for(20ms)); });
   EXPECT_FALSE(s.try_acquire()) << "a timed-out waiter admitted someone while the holder holds";
@@ -296,13 +316,13 @@ TEST_P(Twa, MutexStyleTimeoutKeepsMutualExclusion) {
 // timed acquires (zero, tiny and long timeouts, both clocks' forms) with
 // release(n). Afterwards: permits in == permits out + count, nobody queued, and
 // at no time more holders than permits.
-TEST_P(Twa, StressMixedTimedAcquisitionConservesPermits) {
+TEST_P(AnyAdmission, StressMixedTimedAcquisitionConservesPermits) {
   watchdog dog("timed-acquisition stress", 120s);
   constexpr std::ptrdiff_t kInitial = 3;
   constexpr int kThreads = 6;
   constexpr int kIters = 20000;
   const auto time_budget = clock::now() + 3s;
-  counting_semaphore<> s(kInitial);
+  counting_semaphore<> s(kInitial, mode());
   std::atomic<long> acquired{0}, released{0};
   std::atomic<int> holders{0}, max_holders{0};
   run_all(kind(), kThreads, [&](int id) {
@@ -428,13 +448,14 @@ TEST_P(Lobby, TimedOutLobbyMemberLeavesWithoutTouchingTheQueue) {
 
 // Long-term fairness. Three participants share a binary semaphore, and each
 // holder keeps the permit until someone has queued behind it, so every release
-// admits a queued ticket and a permit is never free: with window 1 the third
-// participant, in the lobby, can get in only through the fairness timer (with
-// the timer disabled by hand, one participant stayed at its first few rounds
-// and this test failed at its time limit). Every participant must keep going.
-TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
-  watchdog dog("lobby fairness", 60s);
-  binary_semaphore s(1);
+// has a waiter to serve and a permit is never free for long: with restricted
+// admission (window 1) the third participant, in the lobby, can get in only
+// through the fairness timer (with the timer disabled by hand, one participant
+// stayed at its first few rounds and this test failed at its time limit); with
+// barging, the releaser takes the permit straight back unless the fairness
+// hand-off gives it to the oldest waiter. Every participant must keep going.
+void every_participant_progresses(exec_kind kind, admission mode) {
+  binary_semaphore s(1, mode);
   constexpr int kParticipants = 3;
   constexpr long kRounds = 300;
   std::array<std::atomic<long>, kParticipants> rounds{};
@@ -443,7 +464,7 @@ TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
   auto all_done = [&] {
     return std::all_of(rounds.begin(), rounds.end(), [](auto& r) { return r.load() >= kRounds; });
   };
-  run_all(kind(), kParticipants, [&](int id) {
+  run_all(kind, kParticipants, [&](int id) {
     while (!stop.load()) {
       s.acquire();
       rounds[id].fetch_add(1);
@@ -456,6 +477,85 @@ TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
     EXPECT_GE(rounds[i].load(), kRounds) << "participant " << i << " was shut out";
   }
   EXPECT_EQ(s.available(), 1);
+}
+
+TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
+  watchdog dog("lobby fairness", 60s);
+  every_participant_progresses(kind(), admission::restricted);
+}
+
+// ---------------------------------------------------------------------------
+// admission::barging (semaphore.h, "Barging admission").
+class Barging : public ::testing::TestWithParam<exec_kind> {
+ protected:
+  exec_kind kind() const { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Envs, Barging, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(Barging, EveryParticipantProgressesThoughTheReleaserTakesThePermitBack) {
+  watchdog dog("barging fairness", 60s);
+  every_participant_progresses(kind(), admission::barging);
+}
+
+// A release wakes at most one batch of waiters (8) at once; the woken that win
+// wake the next, so release(n) must reach n waiters however many are queued.
+TEST_P(Barging, ReleaseNReachesNWaitersBeyondOneWakeBatch) {
+  watchdog dog("barging release(n)", 60s);
+  counting_semaphore<> s(0, admission::barging);
+  constexpr int kWaiters = 20;
+  std::atomic<int> admitted{0};
+  group g(kind());
+  g.spawn_n(kWaiters, [&](int) {
+    s.acquire();
+    admitted.fetch_add(1);
+  });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == kWaiters; }));
+  s.release(13);
+  ASSERT_TRUE(eventually([&] { return admitted.load() == 13; }))
+      << admitted.load() << " of 13 admitted";
+  std::this_thread::sleep_for(50ms);  // give a wrongly admitted waiter time to show itself
+  EXPECT_EQ(admitted.load(), 13);
+  EXPECT_EQ(s.available(), 0);
+  s.release(kWaiters - 13);
+  g.join();
+  EXPECT_EQ(admitted.load(), kWaiters);
+  EXPECT_EQ(s.available(), 0);
+  EXPECT_EQ(s.waiting(), 0);
+}
+
+// Barging itself: a waiter woken by a release competes for the permit; until it
+// runs, anyone may take it. On one worker the woken fiber cannot run before the
+// releasing fiber parks or yields, so the releaser's try_acquire must win —
+// unless the fairness hand-off (after 1 ms of waiting) gave the permit to the
+// waiter, which a preempted worker thread can cause: so up to 10 attempts.
+TEST(BargingOneWorker, TryAcquireTakesAPermitBeforeTheWokenWaiterRuns) {
+  watchdog dog("barging try_acquire", 60s);
+  int barged = 0;
+  for (int attempt = 0; attempt < 10 && barged == 0; ++attempt) {
+    binary_semaphore s(1, admission::barging);
+    std::atomic<bool> holding{false}, waiter_got{false};
+    bool took = false;
+    run_all(exec_kind::fibers_1w, 2, [&](int id) {
+      if (id == 0) {
+        s.acquire();
+        holding = true;
+        while (s.waiting() == 0) yield_now();  // the other fiber parks in acquire()
+        s.release();                           // wakes it; it cannot run yet
+        took = s.try_acquire();
+        if (took) s.release();  // now it may have the permit
+      } else {
+        while (!holding.load()) yield_now();
+        s.acquire();
+        waiter_got = true;
+        s.release();
+      }
+    });
+    EXPECT_TRUE(waiter_got.load()) << "the woken waiter never got the permit";
+    EXPECT_EQ(s.available(), 1);
+    barged += took ? 1 : 0;
+  }
+  EXPECT_EQ(barged, 1) << "try_acquire never took the permit ahead of the woken waiter";
 }
 
 // ---------------------------------------------------------------------------
@@ -498,17 +598,40 @@ TEST(SemaphoreMisuse, MaxIsLeastMaxValue) {
   EXPECT_EQ(s.available(), 5);
 }
 
+TEST(SemaphoreMisuse, BargingRejectsBadCountsAlikeAndLosesNothing) {
+  EXPECT_NE(what_of([] {
+              binary_semaphore s(2, admission::barging);
+            }).find("tessera::counting_semaphore<1>: initial count 2 is outside [0, max()]"),
+            std::string::npos);
+  // The barging word holds 2^62-1 permits: more is refused up front, with the reason.
+  EXPECT_NE(what_of([] {
+              counting_semaphore<> s(PTRDIFF_MAX, admission::barging);
+            }).find("barging admission holds at most 2^62-1"),
+            std::string::npos);
+  binary_semaphore s(0, admission::barging);
+  EXPECT_NE(what_of([&] { s.release(-1); }).find("update -1 is outside [0, max()]"),
+            std::string::npos);
+  s.release(1);
+  EXPECT_NE(what_of([&] { s.release(1); }).find("releasing 1 with count 1 would exceed max()"),
+            std::string::npos);
+  EXPECT_EQ(s.available(), 1) << "a rejected release changed the count";
+  EXPECT_TRUE(s.try_acquire());
+  EXPECT_FALSE(s.try_acquire());
+}
+
 #if TESSERA_CHECKS
 TEST(SemaphoreMisuseDeathTest, DestroyingWithWaitersAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        auto* s = new counting_semaphore<>(0);
-        std::thread([s] { s->acquire(); }).detach();
-        while (s->waiting() == 0) std::this_thread::yield();
-        delete s;
-      },
-      "counting_semaphore destroyed while threads or fibers wait on it");
+  for (admission mode : {admission::restricted, admission::barging}) {
+    EXPECT_DEATH(
+        {
+          auto* s = new counting_semaphore<>(0, mode);
+          std::thread([s] { s->acquire(); }).detach();
+          while (s->waiting() == 0) std::this_thread::yield();
+          delete s;
+        },
+        "counting_semaphore destroyed while threads or fibers wait on it");
+  }
 }
 #endif
 

@@ -81,6 +81,7 @@
 //   builds a racing overshoot is caught after the fact and aborts.
 #pragma once
 
+#include <tessera/detail/barging_semaphore.h>
 #include <tessera/detail/cpu.h>
 #include <tessera/detail/park_list.h>
 #include <tessera/detail/spin_lock.h>
@@ -91,6 +92,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <vector>
 
 namespace tessera {
@@ -122,6 +124,10 @@ enum class admission {
   /// FIFO among queued tickets, with at most twa_tuning::admission_window of
   /// them queued; further acquirers wait in a FIFO lobby (the default).
   restricted,
+  /// No tickets: a free permit goes to whoever takes it first, newcomers
+  /// included, with eventual fairness (a waiter older than 1 ms is handed a
+  /// permit). The throughput policy of sem_t and of tessera::mutex.
+  barging,
 };
 
 /// The process-wide tuning block.
@@ -289,6 +295,58 @@ class twa_semaphore {
   park_list lobby_list_;  // guarded by lobby_lock_
 };
 
+/// The core a counting_semaphore runs on: the TWA semaphore (admission::fifo,
+/// admission::restricted) or the barging one, chosen at construction. One
+/// read-only flag, on a line of its own, picks the path.
+class semaphore_core {
+ public:
+  semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
+      : barging_(mode == admission::barging) {
+    if (barging_) {
+      new (&u_.barging) barging_semaphore(desired, max);
+    } else {
+      new (&u_.twa) twa_semaphore(desired, max, mode);
+    }
+  }
+  ~semaphore_core() {
+    if (barging_) {
+      u_.barging.~barging_semaphore();
+    } else {
+      u_.twa.~twa_semaphore();
+    }
+  }
+  semaphore_core(const semaphore_core&) = delete;
+  semaphore_core& operator=(const semaphore_core&) = delete;
+
+  void acquire() { barging_ ? u_.barging.acquire() : u_.twa.acquire(); }
+  bool try_acquire() noexcept { return barging_ ? u_.barging.try_acquire() : u_.twa.try_acquire(); }
+  bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+    return barging_ ? u_.barging.try_acquire_until(deadline) : u_.twa.try_acquire_until(deadline);
+  }
+  void release(std::ptrdiff_t update, std::ptrdiff_t max) {
+    barging_ ? u_.barging.release(update, max) : u_.twa.release(update, max);
+  }
+  std::ptrdiff_t available() const noexcept {
+    return barging_ ? u_.barging.available() : u_.twa.available();
+  }
+  std::ptrdiff_t waiting() const noexcept {
+    return barging_ ? u_.barging.waiting() : u_.twa.waiting();
+  }
+  std::ptrdiff_t queued() const noexcept {
+    return barging_ ? u_.barging.waiting() : u_.twa.queued();
+  }
+  std::ptrdiff_t lobby() const noexcept { return barging_ ? 0 : u_.twa.lobby(); }
+
+ private:
+  const bool barging_;
+  union storage {
+    storage() noexcept {}
+    ~storage() {}
+    twa_semaphore twa;
+    barging_semaphore barging;
+  } u_;
+};
+
 }  // namespace detail
 
 /// A counting semaphore with FIFO admission (the TWA semaphore), API of
@@ -367,7 +425,7 @@ class counting_semaphore {
   std::ptrdiff_t lobby() const noexcept { return core_.lobby(); }
 
  private:
-  detail::twa_semaphore core_;
+  detail::semaphore_core core_;
 };
 
 /// A semaphore whose count is 0 or 1 (std::binary_semaphore's API).

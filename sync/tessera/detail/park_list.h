@@ -51,6 +51,19 @@ class park_list {
     }
     head_.store(&n, std::memory_order_relaxed);
   }
+  /// Links `n` just before `pos` (a node on this list), or at the back if null.
+  void insert_before(park_node* pos, park_node& n) noexcept {
+    if (pos == nullptr) {
+      push_back(n);
+    } else if (pos->prev == nullptr) {
+      push_front(n);
+    } else {
+      n.prev = pos->prev;
+      n.next = pos;
+      pos->prev->next = &n;
+      pos->prev = &n;
+    }
+  }
   void unlink(park_node& n) noexcept {
     if (n.prev != nullptr) {
       n.prev->next = n.next;
@@ -115,21 +128,21 @@ int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadl
   }
 }
 
-/// The queueing step of the barging locks (mutex_core, shared_timed_mutex).
-/// Under `lock`: if `held` is still set in `state`, sets `queued` (only while
-/// `held` is set, so the holder's unlock is sure to see it) and links `n` — at
-/// the front for a re-queued waiter, who keeps its place — then parks until `n`
-/// is taken (await_taken; a waiter that leaves on timeout clears `queued` once
-/// the list is empty). Returns the mark, 0 after a timeout, or -1 at once if
-/// `held` cleared before `n` could be queued (the caller tries again).
-template <class Word, class Lock>
-int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
-                     park_node& n, bool requeue,
-                     const std::chrono::steady_clock::time_point* deadline) {
+/// The queueing step of the barging primitives (mutex_core, shared_timed_mutex,
+/// the barging semaphore). Under `lock`: if `blocked(state)` still holds, sets
+/// `queued` (only while `blocked` holds, so whoever unblocks is sure to see it)
+/// and links `n` with `link(list, n)`, then parks until `n` is taken
+/// (await_taken; a waiter that leaves on timeout clears `queued` once the list
+/// is empty). Returns the mark, 0 after a timeout, or -1 at once if `blocked`
+/// stopped holding before `n` could be queued (the caller tries again).
+template <class Word, class Blocked, class Link, class Lock>
+int queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& lock,
+                park_list& list, park_node& n, Link&& link,
+                const std::chrono::steady_clock::time_point* deadline) {
   lock.lock();
   Word s = state.load(std::memory_order_relaxed);
   bool ok = false;
-  while ((s & held) != 0) {
+  while (blocked(s)) {
     if ((s & queued) != 0 ||
         state.compare_exchange_weak(s, s | queued, std::memory_order_relaxed)) {
       ok = true;
@@ -140,15 +153,23 @@ int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& loc
     lock.unlock();
     return -1;
   }
-  if (requeue) {
-    list.push_front(n);
-  } else {
-    list.push_back(n);
-  }
+  link(list, n);
   lock.unlock();
   return await_taken(n, deadline, lock, list, [&] {
     if (list.empty()) state.fetch_and(static_cast<Word>(~queued), std::memory_order_relaxed);
   });
+}
+
+/// queue_while() for the locks: blocked while the `held` bits are set; a
+/// re-queued waiter goes back to the front, where it was woken from.
+template <class Word, class Lock>
+int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
+                     park_node& n, bool requeue,
+                     const std::chrono::steady_clock::time_point* deadline) {
+  return queue_while(
+      state, [held](Word s) { return (s & held) != 0; }, queued, lock, list, n,
+      [requeue](park_list& l, park_node& m) { requeue ? l.push_front(m) : l.push_back(m); },
+      deadline);
 }
 
 /// After a hand-off to a fiber, the next may come this soon. A fiber handed
@@ -170,19 +191,32 @@ inline std::chrono::microseconds fairness_interval(const waiter& who,
   return who.ops->spin_pays ? thread_interval : kFiberHandoffInterval;
 }
 
-/// The barging locks' rate-limited fairness (parking_lot's "be fair" timer):
-/// true if `head`, queued since `since`, has waited at least `after` and the
-/// last hand-off is far enough back (guarded, like `next_fair`, by the caller's
-/// queue lock); it then moves `next_fair` on: by `after` when `head` is an OS
-/// thread (a hand-off to a sleeping thread keeps the lock idle through its
-/// wake-up, so at most one per `after`), by kFiberHandoffInterval when a fiber.
-inline bool fair_handoff_due(const park_node& head, std::chrono::steady_clock::time_point since,
+/// What the barging primitives' rate-limited fairness (parking_lot's "be fair"
+/// timer) says about a queue's oldest waiter: not yet due; hand it the lock or
+/// permit now; or due, but held back because the last hand-off is too recent.
+enum class fairness { not_due, hand_off, held_back };
+
+/// `head`, queued since `since`, is due once it has waited at least `after`;
+/// it is handed over only if `next_fair` (guarded, like the queue, by the
+/// caller's queue lock) has passed, which it then moves on: by `after` when
+/// `head` is an OS thread (a hand-off to a sleeping thread keeps the lock idle
+/// through its wake-up, so at most one per `after`), by kFiberHandoffInterval
+/// when a fiber.
+inline fairness fair_handoff(const park_node& head, std::chrono::steady_clock::time_point since,
                              std::chrono::steady_clock::time_point& next_fair,
                              std::chrono::microseconds after) {
   const auto now = std::chrono::steady_clock::now();
-  if (now - since < after || now < next_fair) return false;
+  if (now - since < after) return fairness::not_due;
+  if (now < next_fair) return fairness::held_back;
   next_fair = now + fairness_interval(*head.who, after);
-  return true;
+  return fairness::hand_off;
+}
+
+/// fair_handoff() == fairness::hand_off.
+inline bool fair_handoff_due(const park_node& head, std::chrono::steady_clock::time_point since,
+                             std::chrono::steady_clock::time_point& next_fair,
+                             std::chrono::microseconds after) {
+  return fair_handoff(head, since, next_fair, after) == fairness::hand_off;
 }
 
 /// The waiting loop of the barging locks: `try_barge()`; else poll
