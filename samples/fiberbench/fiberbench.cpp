@@ -9,9 +9,9 @@
 //   create-join  start a fiber and join it, 1 worker
 //   yield        two fibers yielding to each other, 1 worker, per yield
 //   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
-//                seed 001 §3): tessera::counting_semaphore (FIFO) and
-//                tessera::mutex (barging, eventually fair) vs boost::fibers::mutex,
-//                iterations/s
+//                seed 001 §3): tessera::counting_semaphore (restricted admission,
+//                the default, and admission::barging) and tessera::mutex
+//                (barging, eventually fair) vs boost::fibers::mutex, iterations/s
 //   latency      the same loop with tessera::mutex and boost::fibers::mutex,
 //                every 16th lock() timed: p99.9 and max wait, µs (fairness)
 //   channel      P producer and P consumer fibers on 2 workers pass ints through
@@ -325,6 +325,11 @@ struct tessera_lock {
   void acquire() { s.acquire(); }
   void release() { s.release(); }
 };
+struct tessera_barging_lock {
+  tessera::counting_semaphore<> s{1, tessera::admission::barging};
+  void acquire() { s.acquire(); }
+  void release() { s.release(); }
+};
 struct tessera_mutex_lock {
   tessera::mutex m;
   void acquire() { m.lock(); }
@@ -517,7 +522,7 @@ int main(int argc, char** argv) {
     for (int f : fiber_counts) {
       std::printf("semabench F=%d ...\n", f);
       std::fflush(stdout);
-      const auto [t, b, tm] = medians_of(
+      const auto [t, b, tm, tb] = medians_of(
           runs,
           [&] {
             return rt.run([&] {
@@ -541,9 +546,20 @@ int main(int argc, char** argv) {
               return semabench_loop<tessera::fiber>(
                   f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
             });
+          },
+          [&] {
+            return rt.run([&] {
+              tessera_barging_lock lock;
+              return semabench_loop<tessera::fiber>(
+                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
+            });
           });
-      rows.push_back({"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
-                      " (tessera::counting_semaphore, FIFO, vs Boost fibers::mutex)"});
+      rows.push_back(
+          {"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
+           " (tessera::counting_semaphore, restricted admission, vs Boost fibers::mutex)"});
+      rows.push_back(
+          {"  barging F=" + std::to_string(f) + ", 2w", "iter/s", tb, b, false,
+           " (tessera::counting_semaphore, admission::barging, vs Boost fibers::mutex)"});
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
                       " (tessera::mutex vs Boost fibers::mutex)"});
     }

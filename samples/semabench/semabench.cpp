@@ -50,6 +50,12 @@ struct twa_fifo {  // the paper's strict FIFO, without concurrency restriction
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
+struct barging {  // the same class with admission::barging: no tickets, sem_t's policy
+  static constexpr const char* name = "barging";
+  tessera::counting_semaphore<> s{0, tessera::admission::barging};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
 struct twa_spin {
   static constexpr const char* name = "twa-spin";
   tessera::twa_spin_semaphore s{0};
@@ -250,10 +256,10 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),           entry<twa_fifo>(), entry<twa_spin>(),  entry<ticket>(),
-          entry<posix>(),         entry<std_sem>(),  entry<std_mutex>(), entry<absl_mutex>(),
-          entry<tessera_mutex>(), entry<rw_std>(),   entry<rw_absl>(),   entry<rw_tessera>(),
-          entry<rw_preshing>()};
+  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(),     entry<twa_spin>(),
+          entry<ticket>(),     entry<posix>(),         entry<std_sem>(),     entry<std_mutex>(),
+          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),      entry<rw_absl>(),
+          entry<rw_tessera>(), entry<rw_preshing>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`
