@@ -20,6 +20,19 @@ std::string count_text(std::ptrdiff_t max) {
                                                            : std::to_string(max);
 }
 
+// The error reports both cores give, word for word.
+[[noreturn]] void throw_bad_update(std::ptrdiff_t update, std::ptrdiff_t max) {
+  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                              ">::release: update " + std::to_string(update) +
+                              " is outside [0, max()]");
+}
+[[noreturn]] void throw_past_max(std::uint64_t n, std::int64_t count, std::ptrdiff_t max,
+                                 const char* why) {
+  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                              ">::release: releasing " + std::to_string(n) + " with count " +
+                              std::to_string(count) + " would exceed max()" + why);
+}
+
 // Outcome of the short-term spin.
 enum class spin_result { admitted, exhausted, timed_out };
 
@@ -57,9 +70,7 @@ twa_semaphore::~twa_semaphore() {
 }
 
 void twa_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const {
-  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                              ">::release: update " + std::to_string(update) +
-                              " is outside [0, max()]");
+  throw_bad_update(update, max);
 }
 
 void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
@@ -67,11 +78,7 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
   // count it sees never exceeds the true count, so it never throws wrongly.
   const auto count = static_cast<std::int64_t>(grant_.load(std::memory_order_relaxed) -
                                                ticket_.load(std::memory_order_relaxed));
-  if (count + static_cast<std::int64_t>(n) > max) {
-    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                                ">::release: releasing " + std::to_string(n) + " with count " +
-                                std::to_string(count) + " would exceed max()");
-  }
+  if (count + static_cast<std::int64_t>(n) > max) throw_past_max(n, count, max, "");
 }
 
 bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline) {
@@ -362,40 +369,29 @@ barging_semaphore::~barging_semaphore() {
 }
 
 void barging_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const {
-  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                              ">::release: update " + std::to_string(update) +
-                              " is outside [0, max()]");
+  throw_bad_update(update, max);
 }
 
 void barging_semaphore::exceeds_max(std::uint64_t n, std::uint64_t count,
                                     std::ptrdiff_t max) const {
-  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                              ">::release: releasing " + std::to_string(n) + " with count " +
-                              std::to_string(count) + " would exceed max()" +
-                              (max > kMaxCount ? " (barging admission holds at most 2^62-1)" : ""));
+  throw_past_max(n, static_cast<std::int64_t>(count), max,
+                 max > kMaxCount ? " (barging admission holds at most 2^62-1)" : "");
 }
 
 std::ptrdiff_t barging_semaphore::waiting() const noexcept {
-  std::ptrdiff_t k = 0;
   queue_lock_.lock();
-  for (const park_node* n = queue_.front(); n != nullptr; n = n->next) ++k;
+  const std::size_t k = queue_.size();
   queue_lock_.unlock();
-  return k;
+  return static_cast<std::ptrdiff_t>(k);
 }
 
 bool barging_semaphore::barge() noexcept {
-  std::uint64_t s = state_.load(std::memory_order_relaxed);
-  while (s >= kOne) {
-    if (state_.compare_exchange_weak(s, s - kOne, std::memory_order_acquire,
-                                     std::memory_order_relaxed)) {
-      // Permits left, waiters queued, none woken (a release(n) whose first
-      // woken waiter we are, or newcomers took the rest): wake the next.
-      s -= kOne;
-      if (s >= kOne && (s & (kQueued | kWoken)) == kQueued) settle(0, kMaxCount, false);
-      return true;
-    }
-  }
-  return false;
+  std::uint64_t left;
+  if (!take(left)) return false;
+  // Permits left, waiters queued, none woken (a release(n) whose first woken
+  // waiter we are, or newcomers took the rest): wake the next.
+  if (left >= kOne && (left & (kQueued | kWoken)) == kQueued) settle(0, kMaxCount, false);
+  return true;
 }
 
 bool barging_semaphore::acquire_slow(const std::chrono::steady_clock::time_point* deadline) {
@@ -431,14 +427,11 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
   unsigned woken = 0;
   queue_lock_.lock();
   auto* oldest = static_cast<node*>(queue_.front());
-  fairness fair = fairness::not_due;
-  if (oldest != nullptr) {
-    if (may_hand_off && n > 0) {
-      fair = fair_handoff(*oldest, oldest->since, next_fair_, handoff_after);
-    } else if (std::chrono::steady_clock::now() - oldest->since >= handoff_after) {
-      fair = fairness::held_back;  // due, but this call has no permit to hand over
-    }
-  }
+  // Without a permit of its own to hand over (a chain wake), a due waiter is
+  // held back as by the rate limit.
+  const fairness fair = oldest != nullptr ? fair_handoff(*oldest, oldest->since, next_fair_,
+                                                         handoff_after, may_hand_off && n > 0)
+                                          : fairness::not_due;
   // One permit straight to a waiter that has waited past the fairness timer.
   const bool hand_off = fair == fairness::hand_off;
   // Due, but the last hand-off was too recent: leave it queued at the front for
@@ -447,7 +440,8 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
   // permit to each other on one worker kept a third from it for good
   // (Barging.EveryParticipantProgresses..., fibers1w). Wake the next instead.
   const bool oldest_stays = fair == fairness::held_back && oldest->next != nullptr;
-  const bool skip_oldest = hand_off || oldest_stays;
+  // The queue cannot change under its lock: those to wake start here.
+  park_node* const first = hand_off || oldest_stays ? oldest->next : queue_.front();
   const std::uint64_t add = hand_off ? n - 1 : n;
   std::uint64_t s = state_.load(std::memory_order_relaxed);
   unsigned to_wake = 0;
@@ -457,9 +451,8 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
       queue_lock_.unlock();
       exceeds_max(n, count, max);
     }
-    // The queue cannot change under its lock; only WOKEN and the count can.
-    // Wake as many as permits will be free, unless a wake-up is in flight.
-    const park_node* first = skip_oldest ? oldest->next : queue_.front();
+    // Only WOKEN and the count change meanwhile. Wake as many as permits will
+    // be free, unless a wake-up is in flight.
     to_wake = 0;
     if ((s & kWoken) == 0) {
       for (const park_node* w = first;
@@ -479,7 +472,7 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
   }
   // Take and mark under the lock, so a timed-out waiter that finds itself
   // unmarked under it knows it is still queued.
-  park_node* next_up = skip_oldest ? oldest->next : queue_.front();
+  park_node* next_up = first;
   if (hand_off) wake[woken++] = queue_.take(*oldest, 2);
   for (unsigned i = 0; i < to_wake; ++i) {
     park_node* w = next_up;

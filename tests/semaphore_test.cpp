@@ -134,15 +134,18 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
 // with long-term waiting (threshold 3, the successor-of-successor poke); and a
 // lobby behind a queue of 2 with long-term waiting. The AnyAdmission tests also
 // run with admission::barging.
-const auto kTwaStrategies =
-    ::testing::Values(tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0}, tuning{3, 16, 2});
+const std::vector<tuning> kTwaStrategies{tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0},
+                                         tuning{3, 16, 2}};
+std::vector<tuning> with_barging(std::vector<tuning> v) {
+  v.push_back(tuning{1, 1024, 1, true});
+  return v;
+}
 INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
-                         ::testing::Combine(kTwaStrategies, ::testing::ValuesIn(all_exec_kinds())),
+                         ::testing::Combine(::testing::ValuesIn(kTwaStrategies),
+                                            ::testing::ValuesIn(all_exec_kinds())),
                          strategy_name);
 INSTANTIATE_TEST_SUITE_P(Strategies, AnyAdmission,
-                         ::testing::Combine(::testing::Values(tuning{1, 1024, 1}, tuning{0, 0, 0},
-                                                              tuning{3, 16, 0}, tuning{3, 16, 2},
-                                                              tuning{1, 1024, 1, true}),
+                         ::testing::Combine(::testing::ValuesIn(with_barging(kTwaStrategies)),
                                             ::testing::ValuesIn(all_exec_kinds())),
                          strategy_name);
 
@@ -216,27 +219,35 @@ TEST_P(Twa, FifoAdmissionFollowsTicketOrder) {
   EXPECT_EQ(log.order, iota(kThreads));
 }
 
-TEST_P(AnyAdmission, ReleaseNAdmitsExactlyN) {
+// `waiters` callers park; release(n) must admit exactly n of them (nobody
+// else passes), and releasing the rest admits everyone.
+void release_n_admits_exactly_n(exec_kind kind, admission mode, int waiters, int n) {
   watchdog dog("release(n)", 60s);
-  counting_semaphore<> s(0, mode());
-  constexpr int kThreads = 7;
+  counting_semaphore<> s(0, mode);
   std::atomic<int> admitted{0};
-  group g(kind());
-  g.spawn_n(kThreads, [&](int) {
+  group g(kind);
+  g.spawn_n(waiters, [&](int) {
     s.acquire();
     admitted.fetch_add(1);
   });
-  ASSERT_TRUE(eventually([&] { return s.waiting() == kThreads; }));
-  s.release(3);
-  ASSERT_TRUE(eventually([&] { return admitted.load() == 3; }));
-  // Nobody else may pass: give any wrongly admitted thread time to show itself.
+  ASSERT_TRUE(eventually([&] { return s.waiting() == waiters; }));
+  s.release(n);
+  ASSERT_TRUE(eventually([&] { return admitted.load() == n; }))
+      << admitted.load() << " of " << n << " admitted";
+  // Nobody else may pass: give any wrongly admitted waiter time to show itself.
   std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(admitted.load(), 3);
-  EXPECT_EQ(s.waiting(), kThreads - 3);
-  s.release(kThreads - 3);
-  g.join();
-  EXPECT_EQ(admitted.load(), kThreads);
+  EXPECT_EQ(admitted.load(), n);
+  EXPECT_EQ(s.waiting(), waiters - n);
   EXPECT_EQ(s.available(), 0);
+  s.release(waiters - n);
+  g.join();
+  EXPECT_EQ(admitted.load(), waiters);
+  EXPECT_EQ(s.available(), 0);
+  EXPECT_EQ(s.waiting(), 0);
+}
+
+TEST_P(AnyAdmission, ReleaseNAdmitsExactlyN) {
+  release_n_admits_exactly_n(kind(), mode(), 7, 3);
 }
 
 TEST_P(Twa, TryAcquireNeverBargesAheadOfAQueuedWaiter) {
@@ -501,27 +512,7 @@ TEST_P(Barging, EveryParticipantProgressesThoughTheReleaserTakesThePermitBack) {
 // A release wakes at most one batch of waiters (8) at once; the woken that win
 // wake the next, so release(n) must reach n waiters however many are queued.
 TEST_P(Barging, ReleaseNReachesNWaitersBeyondOneWakeBatch) {
-  watchdog dog("barging release(n)", 60s);
-  counting_semaphore<> s(0, admission::barging);
-  constexpr int kWaiters = 20;
-  std::atomic<int> admitted{0};
-  group g(kind());
-  g.spawn_n(kWaiters, [&](int) {
-    s.acquire();
-    admitted.fetch_add(1);
-  });
-  ASSERT_TRUE(eventually([&] { return s.waiting() == kWaiters; }));
-  s.release(13);
-  ASSERT_TRUE(eventually([&] { return admitted.load() == 13; }))
-      << admitted.load() << " of 13 admitted";
-  std::this_thread::sleep_for(50ms);  // give a wrongly admitted waiter time to show itself
-  EXPECT_EQ(admitted.load(), 13);
-  EXPECT_EQ(s.available(), 0);
-  s.release(kWaiters - 13);
-  g.join();
-  EXPECT_EQ(admitted.load(), kWaiters);
-  EXPECT_EQ(s.available(), 0);
-  EXPECT_EQ(s.waiting(), 0);
+  release_n_admits_exactly_n(kind(), admission::barging, 20, 13);
 }
 
 // Barging itself: a waiter woken by a release competes for the permit; until it

@@ -351,8 +351,7 @@ class channel {
 
   std::size_t queued(const detail::park_list& list) const noexcept {
     lock_.lock();
-    std::size_t n = 0;
-    for (const detail::park_node* p = list.front(); p != nullptr; p = p->next) ++n;
+    const std::size_t n = list.size();
     lock_.unlock();
     return n;
   }

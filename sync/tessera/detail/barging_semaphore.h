@@ -22,18 +22,21 @@
 // Waking: a release that finds waiters queued and none woken adds its permits,
 // sets WOKEN and wakes as many of the oldest waiters as there are free permits
 // (up to kWakeBatch at once). A woken waiter clears WOKEN as soon as it runs and
-// competes for a permit like any newcomer; if it loses, it re-queues at the
-// front, keeping its place. A waiter that wins while permits remain, waiters
+// competes for a permit like any newcomer; if it loses, it re-queues in its
+// place by age (the queue stays oldest first). A waiter that wins while permits remain, waiters
 // are queued and none is woken wakes the next ones (so release(n) reaches n
 // waiters however many newcomers barge meanwhile). Invariant: while count > 0
 // and the queue is non-empty, some woken waiter is on its way or a release is
 // about to wake one; no wake-up is lost.
 //
-// Fairness: as the mutexes (park_list.h fair_handoff_due): a release whose
-// oldest waiter has waited handoff_after (1 ms) hands it one permit directly
-// (the count never shows it), at most once per 1 ms when that waiter is an OS
-// thread and once per 100 µs when a fiber. Releases while a wake-up is in flight
-// take the fast path, except every 256th, which looks at the fairness timer.
+// Fairness: as the mutexes (park_list.h fair_handoff): a release whose oldest
+// waiter has waited handoff_after (1 ms) hands it one permit directly (the
+// count never shows it), at most once per 1 ms when that waiter is an OS thread
+// and once per 100 µs when a fiber. A due waiter held back by that rate limit
+// stays queued at the front and the next ones are woken instead: woken, it
+// would be away from the queue whenever a hand-off came round. Releases while a
+// wake-up is in flight take the fast path, except every 256th, which looks at
+// the fairness timer.
 #pragma once
 
 #include <atomic>
@@ -66,14 +69,8 @@ class barging_semaphore {
 
   /// Takes a free permit, queued waiters or not (barging). Never waits.
   bool try_acquire() noexcept {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);
-    while (s >= kOne) {
-      if (state_.compare_exchange_weak(s, s - kOne, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
+    std::uint64_t left;
+    return take(left);
   }
   void acquire() {
     if (!try_acquire()) acquire_slow(nullptr);
@@ -121,6 +118,18 @@ class barging_semaphore {
     const std::uint32_t k = woken_releases_.load(std::memory_order_relaxed) + 1;
     woken_releases_.store(k, std::memory_order_relaxed);
     return (k & 255) == 0;
+  }
+  /// One CAS taking a free permit; `left` is the word it left behind.
+  bool take(std::uint64_t& left) noexcept {
+    std::uint64_t s = state_.load(std::memory_order_relaxed);
+    while (s >= kOne) {
+      if (state_.compare_exchange_weak(s, s - kOne, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        left = s - kOne;
+        return true;
+      }
+    }
+    return false;
   }
   bool acquire_slow(const std::chrono::steady_clock::time_point* deadline);
   bool barge() noexcept;

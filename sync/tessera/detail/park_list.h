@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 
 #include "tessera/detail/cpu.h"
 #include "tessera/park.h"
@@ -30,6 +31,12 @@ class park_list {
   /// Racy outside the lock (a hint); exact under it.
   bool empty() const noexcept { return head_.load(std::memory_order_relaxed) == nullptr; }
   park_node* front() const noexcept { return head_.load(std::memory_order_relaxed); }
+  /// Nodes on the list: a walk, under the owner's lock (for snapshots).
+  std::size_t size() const noexcept {
+    std::size_t k = 0;
+    for (const park_node* n = front(); n != nullptr; n = n->next) ++k;
+    return k;
+  }
 
   void push_back(park_node& n) noexcept {
     n.next = nullptr;
@@ -197,17 +204,17 @@ inline std::chrono::microseconds fairness_interval(const waiter& who,
 enum class fairness { not_due, hand_off, held_back };
 
 /// `head`, queued since `since`, is due once it has waited at least `after`;
-/// it is handed over only if `next_fair` (guarded, like the queue, by the
-/// caller's queue lock) has passed, which it then moves on: by `after` when
-/// `head` is an OS thread (a hand-off to a sleeping thread keeps the lock idle
-/// through its wake-up, so at most one per `after`), by kFiberHandoffInterval
-/// when a fiber.
+/// it is handed over only if the caller `can_hand_off` and `next_fair`
+/// (guarded, like the queue, by the caller's queue lock) has passed, which it
+/// then moves on: by `after` when `head` is an OS thread (a hand-off to a
+/// sleeping thread keeps the lock idle through its wake-up, so at most one per
+/// `after`), by kFiberHandoffInterval when a fiber.
 inline fairness fair_handoff(const park_node& head, std::chrono::steady_clock::time_point since,
                              std::chrono::steady_clock::time_point& next_fair,
-                             std::chrono::microseconds after) {
+                             std::chrono::microseconds after, bool can_hand_off = true) {
   const auto now = std::chrono::steady_clock::now();
   if (now - since < after) return fairness::not_due;
-  if (now < next_fair) return fairness::held_back;
+  if (!can_hand_off || now < next_fair) return fairness::held_back;
   next_fair = now + fairness_interval(*head.who, after);
   return fairness::hand_off;
 }
