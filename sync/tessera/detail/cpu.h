@@ -4,14 +4,19 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tessera/config.h"  // generated: TESSERA_CHECKS_BUILT
+
+/// 1 when the misuse checks are compiled in: extra checks that abort with a
+/// message (unlock by a non-owner, destruction with waiters, racing releases
+/// past max()). A property of the library build (CMake option TESSERA_CHECKS,
+/// recorded in tessera/config.h), not of the includer's NDEBUG: the checks add
+/// members to some primitives, so code built with another value would disagree
+/// with the library about their layout (a Debug program against a Release
+/// library read the reader-writer lock's counters at the wrong offsets and hung).
 #if !defined(TESSERA_CHECKS)
-#if defined(NDEBUG)
-#define TESSERA_CHECKS 0
-#else
-/// 1 in debug builds: extra misuse checks that abort with a message (unlock by a
-/// non-owner, destruction with waiters, racing releases past max()).
-#define TESSERA_CHECKS 1
-#endif
+#define TESSERA_CHECKS TESSERA_CHECKS_BUILT
+#elif TESSERA_CHECKS != TESSERA_CHECKS_BUILT
+#error "TESSERA_CHECKS differs from the value this tessera library was built with (tessera/config.h): the primitives' layouts would not match; rebuild tessera with -DTESSERA_CHECKS=ON/OFF or drop the definition"
 #endif
 
 namespace tessera::detail {
