@@ -16,7 +16,8 @@
 #if !defined(TESSERA_CHECKS)
 #define TESSERA_CHECKS TESSERA_CHECKS_BUILT
 #elif TESSERA_CHECKS != TESSERA_CHECKS_BUILT
-#error "TESSERA_CHECKS differs from the value this tessera library was built with (tessera/config.h): the primitives' layouts would not match; rebuild tessera with -DTESSERA_CHECKS=ON/OFF or drop the definition"
+#error \
+    "TESSERA_CHECKS differs from the value this tessera library was built with (tessera/config.h): the primitives' layouts would not match; rebuild tessera with -DTESSERA_CHECKS=ON/OFF or drop the definition"
 #endif
 
 namespace tessera::detail {
