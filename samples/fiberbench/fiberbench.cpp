@@ -341,6 +341,30 @@ struct boost_lock {
   void release() { m.unlock(); }
 };
 
+// One semabench run: `fibers` fibers on `rt`'s workers contend a fresh Lock;
+// iterations/s (and, with `waits`, every 16th acquisition's wait).
+template <class Lock>
+double tessera_semabench(tessera::Runtime& rt, int fibers, double secs,
+                         std::vector<std::uint32_t>* waits = nullptr) {
+  return rt.run([&] {
+    Lock lock;
+    return semabench_loop<tessera::fiber>(
+        fibers, secs, lock, [](auto d) { tessera::this_fiber::sleep_for(d); }, waits);
+  });
+}
+// The same with boost::fibers::mutex on the Boost pool.
+double boost_semabench(int fibers, double secs, std::vector<std::uint32_t>* waits = nullptr) {
+  return boost_pool::get().run([&] {
+    boost_lock lock;
+    return semabench_loop<bf::fiber>(
+        fibers, secs, lock,
+        [](auto d) {
+          boost::this_fiber::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+        },
+        waits);
+  });
+}
+
 // ---- memory ----------------------------------------------------------------------------
 long rss_kib() {
   std::ifstream f("/proc/self/status");
@@ -523,37 +547,10 @@ int main(int argc, char** argv) {
       std::printf("semabench F=%d ...\n", f);
       std::fflush(stdout);
       const auto [t, b, tm, tb] = medians_of(
-          runs,
-          [&] {
-            return rt.run([&] {
-              tessera_lock lock;
-              return semabench_loop<tessera::fiber>(
-                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
-            });
-          },
-          [&] {
-            return boost_pool::get().run([&] {
-              boost_lock lock;
-              return semabench_loop<bf::fiber>(f, seconds, lock, [](auto d) {
-                boost::this_fiber::sleep_for(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(d));
-              });
-            });
-          },
-          [&] {
-            return rt.run([&] {
-              tessera_mutex_lock lock;
-              return semabench_loop<tessera::fiber>(
-                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
-            });
-          },
-          [&] {
-            return rt.run([&] {
-              tessera_barging_lock lock;
-              return semabench_loop<tessera::fiber>(
-                  f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); });
-            });
-          });
+          runs, [&] { return tessera_semabench<tessera_lock>(rt, f, seconds); },
+          [&] { return boost_semabench(f, seconds); },
+          [&] { return tessera_semabench<tessera_mutex_lock>(rt, f, seconds); },
+          [&] { return tessera_semabench<tessera_barging_lock>(rt, f, seconds); });
       rows.push_back(
           {"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
            " (tessera::counting_semaphore, restricted admission, vs Boost fibers::mutex)"});
@@ -576,21 +573,8 @@ int main(int argc, char** argv) {
       double tmax = 0, bmax = 0;
       for (int r = 0; r < runs; ++r) {
         std::vector<std::uint32_t> tw, bw;
-        rt.run([&] {
-          tessera_mutex_lock lock;
-          semabench_loop<tessera::fiber>(
-              f, seconds, lock, [](auto d) { tessera::this_fiber::sleep_for(d); }, &tw);
-        });
-        boost_pool::get().run([&] {
-          boost_lock lock;
-          return semabench_loop<bf::fiber>(
-              f, seconds, lock,
-              [](auto d) {
-                boost::this_fiber::sleep_for(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(d));
-              },
-              &bw);
-        });
+        (void)tessera_semabench<tessera_mutex_lock>(rt, f, seconds, &tw);
+        (void)boost_semabench(f, seconds, &bw);
         const auto t = tessera::samples::tail_of(tw), b = tessera::samples::tail_of(bw);
         tp.push_back(t.p999_us);
         bp.push_back(b.p999_us);
