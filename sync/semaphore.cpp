@@ -346,16 +346,19 @@ void twa_semaphore::forward_cancelled() {
 // ---------------------------------------------------------------------------
 // admission::barging (tessera/detail/barging_semaphore.h).
 
+// Why a count the semaphore type allows is refused by the barging core.
+constexpr const char* kBargingCap = " (barging admission holds at most 2^62-1)";
+
 struct barging_semaphore::node : park_node {
   std::chrono::steady_clock::time_point since;  // first queued in this acquire
 };
 
 barging_semaphore::barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max) {
   if (desired < 0 || desired > limit(max)) {
-    throw std::invalid_argument(
-        "tessera::counting_semaphore<" + count_text(max) + ">: initial count " +
-        std::to_string(desired) + " is outside [0, max()]" +
-        (desired > kMaxCount ? " (barging admission holds at most 2^62-1)" : ""));
+    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                                ">: initial count " + std::to_string(desired) +
+                                " is outside [0, max()]" +
+                                (desired > kMaxCount ? kBargingCap : ""));
   }
   state_.store(static_cast<std::uint64_t>(desired) * kOne, std::memory_order_relaxed);
 }
@@ -374,8 +377,7 @@ void barging_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) co
 
 void barging_semaphore::exceeds_max(std::uint64_t n, std::uint64_t count,
                                     std::ptrdiff_t max) const {
-  throw_past_max(n, static_cast<std::int64_t>(count), max,
-                 max > kMaxCount ? " (barging admission holds at most 2^62-1)" : "");
+  throw_past_max(n, static_cast<std::int64_t>(count), max, max > kMaxCount ? kBargingCap : "");
 }
 
 std::ptrdiff_t barging_semaphore::waiting() const noexcept {
@@ -453,15 +455,14 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
     }
     // Only WOKEN and the count change meanwhile. Wake as many as permits will
     // be free, unless a wake-up is in flight.
+    // `rest`: the first waiter left queued behind those woken.
     to_wake = 0;
+    const park_node* rest = first;
     if ((s & kWoken) == 0) {
-      for (const park_node* w = first;
-           w != nullptr && to_wake < kWakeBatch && to_wake < count + add; w = w->next) {
+      for (; rest != nullptr && to_wake < kWakeBatch && to_wake < count + add; rest = rest->next) {
         ++to_wake;
       }
     }
-    const park_node* rest = first;
-    for (unsigned i = 0; i < to_wake; ++i) rest = rest->next;
     std::uint64_t next = s + add * kOne;
     if (to_wake > 0) next |= kWoken;
     if (rest == nullptr && !oldest_stays) next &= ~kQueued;
