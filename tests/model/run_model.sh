@@ -14,7 +14,7 @@
 #                                                 # timeouts; 2 configurations, 3 mutations (~20 s; ctest)
 #   tests/model/run_model.sh barging_semaphore    # barging_semaphore.pml: counting_semaphore's
 #                                                 # admission::barging; 4 configurations,
-#                                                 # 2 mutations (~10 s; ctest)
+#                                                 # 2 mutations (~15 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
