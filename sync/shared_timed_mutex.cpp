@@ -19,7 +19,7 @@ namespace detail {
 namespace {
 
 static_assert(kOwnedSlots < kReaderSlots && (kReaderSlots & (kReaderSlots - 1)) == 0 &&
-              kReaderSlots <= kSlotOwned);
+              kReaderSlots <= 32 && kReaderSlots <= kSlotOwned);
 
 constexpr std::uint32_t kAssigned = 0x200;
 // Owned slot indices not held by a live thread (bit i: slot i is free).
@@ -125,15 +125,23 @@ void shared_timed_mutex::shared_underflow() const noexcept {
       (std::string(type_) + "::unlock_shared: the lock is not held shared").c_str());
 }
 
-// Readers inside: entered minus left, over all slots. The `left` counts are read
-// first: both only grow, so a count-in and count-out that land between the two
-// passes can only make the result too high (the writer waits a little longer),
-// never too low.
+// Readers inside: entered minus left, over the slots used_ marks (read once,
+// after WRITER: every reader that got in marked its slot before its count-in).
+// The `left` counts are read first: both only grow, so a count-in and count-out
+// that land between the two passes can only make the result too high (the
+// writer waits a little longer), never too low. So can a count-out through a
+// slot marked after our look at used_ (a fiber that migrated): its count-in is
+// in a slot marked before.
 std::int64_t shared_timed_mutex::readers_inside() const noexcept {
+  const std::uint32_t used = used_.load(std::memory_order_seq_cst);
   std::int64_t left = 0;
-  for (const slot& s : slots_) left += s.left.load(std::memory_order_seq_cst);
+  for (std::uint32_t u = used; u != 0; u &= u - 1) {
+    left += slots_[__builtin_ctz(u)].left.load(std::memory_order_seq_cst);
+  }
   std::int64_t entered = 0;
-  for (const slot& s : slots_) entered += s.entered.load(std::memory_order_seq_cst);
+  for (std::uint32_t u = used; u != 0; u &= u - 1) {
+    entered += slots_[__builtin_ctz(u)].entered.load(std::memory_order_seq_cst);
+  }
   return entered - left;
 }
 

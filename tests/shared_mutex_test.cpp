@@ -240,6 +240,36 @@ TEST(SharedMutex, OwnedReaderSlotsAreExclusiveAndComeBack) {
   }
 }
 
+// A reader that leaves through a slot the lock has never counted through — a
+// fiber that migrated to another worker; here two live OS threads, so the two
+// slots differ — marks that slot in used_ on the way out. A writer reads only
+// the marked slots: without the mark it would see the count-in and never the
+// count-out, and wait for a reader that has left (until the deadline here).
+TEST(SharedMutex, AReaderLeavingThroughAnotherSlotLetsTheWriterIn) {
+  for (int round = 0; round < 20; ++round) {
+    shared_timed_mutex m;
+    std::latch counted_in(1), left(1);
+    std::uint32_t in_slot = 0, out_slot = 0;
+    std::thread a([&] {
+      m.lock_shared();  // counts in through thread a's slot
+      in_slot = detail::current_reader_slot();
+      counted_in.count_down();
+      left.wait();  // stays alive: its slot index is not dealt to b
+    });
+    counted_in.wait();
+    std::thread b([&] {
+      m.unlock_shared();  // counts out through thread b's slot, new to m
+      out_slot = detail::current_reader_slot();
+    });
+    b.join();
+    left.count_down();
+    a.join();
+    ASSERT_NE(in_slot % detail::kReaderSlots, out_slot % detail::kReaderSlots);
+    ASSERT_TRUE(m.try_lock_for(std::chrono::seconds(5))) << "round " << round;
+    m.unlock();
+  }
+}
+
 // Reader bias: the first reader with an owned slot biases a fresh lock to its
 // thread, which then counts in with plain stores; the first write by another
 // thread revokes the bias (membarrier), racing the biased reader's count-ins.

@@ -14,6 +14,10 @@
 //           bit 62  QUEUED   the queue may be non-empty: unlock() looks at it
 //   bias_                    0: not biased yet; 1: revoked, for good; else the
 //                            slot code of the one thread the lock is biased to
+//   used_   bit i            slot i may hold counts of this lock: set by a
+//                            reader before it first counts through slot i,
+//                            never cleared; a writer reads only these slots.
+//                            Bit kOwnedSlots (the hand-off slot) set from the start
 //   slots_[i]   entered      readers that counted in here  } both only grow;
 //               left         readers that counted out here } inside = sum of
 //                            entered - sum of left over all slots (a fiber that
@@ -25,28 +29,34 @@
 //     i >= kOwnedSlots       shared: every other thread, dealt round-robin;
 //                            written with atomic RMWs only.
 //
-//   lock_shared     biased to us: entered += 1 as a plain store; else take the
-//                   bias if nobody has, entered += 1 (RMW). Then load state_;
+//   lock_shared     biased to us: entered += 1 as a plain store; else mark our
+//                   slot in used_ (an RMW once per thread and lock, then a load),
+//                   take the bias if nobody has, entered += 1 (RMW). Then load state_;
 //                   WRITER clear: in (a biased reader that finds the bias
 //                   revoked meanwhile fences and looks again). WRITER set:
 //                   left += 1 (waking a draining writer), spin, queue.
-//   unlock_shared   left += 1 — on an owned slot a plain load and store, no RMW;
-//                   then WRITER set: unpark the draining writer, if any.
+//   unlock_shared   mark our slot in used_ (a fiber may leave through another
+//                   thread's slot), left += 1 — on an owned slot a plain load and
+//                   store, no RMW; then WRITER set: unpark the draining writer.
 //   lock            CAS WRITER in (even while QUEUED: barging), revoke a bias
-//                   held by another thread, then drain: wait until inside is 0
-//                   (spin, then park as `drainer_`). WRITER set: spin, queue.
+//                   held by another thread, then drain: wait until inside, summed
+//                   over the slots in used_, is 0 (spin, then park as `drainer_`).
+//                   WRITER set: spin, queue.
 //   unlock          clear WRITER; QUEUED: wake the head of the queue — a writer,
 //                   or every queued reader — to compete again.
 //
 // The two sides meet Dekker-style (seq_cst): a reader counts in and then reads
-// state_; a writer sets WRITER and then reads the slots (every `left`, then
-// every `entered`: counts landing between the two passes can only make the sum
-// too high). At least one of them sees the other, so a reader never enters
-// under a writer. Plain stores make the pair asymmetric (as in liburcu): such a
-// store may still sit in its core's store buffer when the reader loads state_,
-// so the writer supplies the fence, with sys_membarrier
-// (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every core running one
-// of our threads), a few µs:
+// state_; a writer sets WRITER and then reads used_ and the slots it marks
+// (every `left`, then every `entered`: counts landing between the two passes
+// can only make the sum too high). At least one of them sees the other, so a
+// reader never enters under a writer; a reader marks its slot before it counts
+// in, so a writer that sees the count-in sees the mark too. (A count-out
+// through a slot the writer's used_ did not show only leaves the sum too high
+// until its next look, which shows it.) Plain stores make the pair asymmetric
+// (as in liburcu): such a store may still sit in its core's store buffer when
+// the reader loads state_, so the writer supplies the fence, with
+// sys_membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every
+// core running one of our threads), a few µs:
 //   - Leaving (owned slot): a writer about to park waiting for readers first
 //     runs the barrier and re-reads the slots. Either the reader's store was
 //     before the barrier (the writer sees it) or its load of state_ is after it
@@ -80,14 +90,17 @@
 //
 // Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
 // atomic RMW at all: plain loads and stores to the caller's own slot line and
-// five loads of the state_/bias_ line; on another thread with an owned slot one RMW
-// (two without one). lock() also reads 2 x kSlots words, and the first write
-// by a thread other than the biased one runs one membarrier. sizeof is
-// (kSlots + 1) cache lines, about 2 KiB: this lock is for read-mostly data
-// shared by many threads — one per table, not one per element (use
-// tessera::mutex there). (semabench read-mostly, 2 cores: 16 slots reached
-// 1.7-2.2x std::shared_mutex at 32 threads, 32 slots 2.4-3.1x; the bias took
-// one thread from 1.4-1.7x to 2.2-2.5x.)
+// six loads of the state_/bias_/used_ line; on another thread with an owned
+// slot one RMW (two without one). lock() also reads 2 words per slot in use
+// (one thread: the hand-off slot and its own), and the first write by a thread
+// other than the biased one runs one membarrier. (On one thread, used_ took a
+// lock/unlock pair from 38 ns, when lock() read all 32 slots, to 17 ns, against
+// 19-21 ns for std::shared_mutex.) sizeof is (kSlots + 1) cache lines, about
+// 2 KiB: this lock is for read-mostly data shared by many threads — one per
+// table, not one per element (use tessera::mutex there). (semabench
+// read-mostly, 2 cores: 16 slots reached 1.7-2.2x std::shared_mutex at 32
+// threads, 32 slots 2.4-3.1x; the bias took one thread from 1.4-1.7x to
+// 2.2-2.5x.)
 //
 // Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
 // part), for fibers and OS threads mixed on one lock. try_lock_for/until and
@@ -213,6 +226,7 @@ class shared_timed_mutex {
             (mine.entered.fetch_add(0, std::memory_order_seq_cst),
              (state_.load(std::memory_order_seq_cst) & kWriter) == 0));
     } else {
+      mark_used(c);  // before the bias (a biased thread's slot is marked) and the count
       if (b == kUnbiased) take_bias(c);
       mine.entered.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
       in = (state_.load(std::memory_order_seq_cst) & kWriter) == 0;
@@ -238,6 +252,7 @@ class shared_timed_mutex {
   void unlock_shared() {
     note_shared(-1);
     const std::uint32_t c = detail::current_reader_slot();
+    mark_used(c);  // a fiber that migrated leaves through another thread's slot
     count_out(slot_of(c), c);
     if ((state_.load(std::memory_order_seq_cst) & kWriter) != 0) wake_drainer();
   }
@@ -263,6 +278,14 @@ class shared_timed_mutex {
 
   /// The slot a current_reader_slot() code names.
   slot& slot_of(std::uint32_t slot_code) noexcept { return slots_[slot_code % kSlots]; }
+  /// Marks that slot in used_: a seq_cst RMW the first time a thread counts
+  /// through it in this lock, a load after that.
+  void mark_used(std::uint32_t slot_code) noexcept {
+    const std::uint32_t bit = std::uint32_t{1} << (slot_code % kSlots);
+    if ((used_.load(std::memory_order_seq_cst) & bit) == 0) {
+      used_.fetch_or(bit, std::memory_order_seq_cst);
+    }
+  }
   /// One reader out through `s`, the caller's slot (`slot_code` from
   /// current_reader_slot()).
   static void count_out(slot& s, std::uint32_t slot_code) noexcept {
@@ -296,7 +319,9 @@ class shared_timed_mutex {
 
   std::atomic<std::uint64_t> state_{0};
   std::atomic<std::uint32_t> bias_{kUnbiased};  // the biased thread's slot code
-  std::atomic<waiter*> drainer_{nullptr};       // the writer waiting for readers to leave
+  // Slots that may hold counts (bit i: slots_[i]); the hand-off slot from the start.
+  std::atomic<std::uint32_t> used_{std::uint32_t{1} << detail::kOwnedSlots};
+  std::atomic<waiter*> drainer_{nullptr};  // the writer waiting for readers to leave
   detail::spin_lock lock_;
   detail::park_list queue_;                            // guarded by lock_
   std::chrono::steady_clock::time_point next_fair_{};  // guarded by lock_

@@ -4,8 +4,8 @@
 #   tests/model/run_model.sh                      # wait_chain.pml: 2 waiters (seconds; ctest)
 #   tests/model/run_model.sh wait_chain --deep    # adds 3 waiters, bitstate (minutes)
 #   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 1 writer, store
-#                                                 # buffers, bias; 3 configurations and their
-#                                                 # mutations (~4 min, 4 GB; ctest)
+#                                                 # buffers, bias, used slots; 3 configurations
+#                                                 # and 5 mutations (~5 min, 5 GB; ctest)
 #   tests/model/run_model.sh shared_mutex --deep  # adds 2 writers, bitstate (long)
 #   tests/model/run_model.sh lobby                # lobby.pml: the TWA semaphore's concurrency
 #                                                 # restriction; 2 configurations, 3 mutations (~50 s; ctest)
@@ -65,19 +65,23 @@ if [ "$model" = "shared_mutex" ]; then
   # in per-thread FIFO store buffers) and one writer, one round each unless
   # said. Each configuration exhaustive; each mutation must be caught.
   # Unbiased start: the first reader takes the bias; the writer may time out.
-  run "bias taken, writer may time out (1e7 states)" pass -DNW=1 -DBIAS0=0 -DW1_MAY_TIME_OUT=1
+  run "bias taken, writer may time out (2e7 states)" pass -DNW=1 -DBIAS0=0 -DW1_MAY_TIME_OUT=1
+  run "mutation: a reader counts in through a slot it has not marked used" fail -DNW=1 -DBIAS0=0 \
+      -DW1_MAY_TIME_OUT=1 -DNO_MARK_IN
   # (A writer that cannot time out: one that may always wakes up in the end.)
   run "mutation: no membarrier before a writer parks" fail -DNW=1 -DBIAS0=0 \
       -DMEMBARRIER_BEFORE_PARK=skip
+  run "mutation: a reader leaves through a slot it has not marked used" fail -DNW=1 -DBIAS0=0 \
+      -DNO_MARK_OUT
   # Biased to reader 1's thread: the writer revokes (try_lock first, may time out).
-  run "revocation, try_lock, timeouts (2e6 states)" pass -DNW=1 -DBIAS0=2 -DW1_MAY_TIME_OUT=1 \
+  run "revocation, try_lock, timeouts (4e6 states)" pass -DNW=1 -DBIAS0=2 -DW1_MAY_TIME_OUT=1 \
       -DW1_TRY_FIRST=1
   run "mutation: revocation without membarrier" fail -DNW=1 -DBIAS0=2 -DW1_MAY_TIME_OUT=1 \
       -DW1_TRY_FIRST=1 -DREVOKE_BARRIER=skip
   # A revocation landing between a biased reader's look at the bias and its
   # store, then a second write, which runs no membarrier: the reader's re-check.
-  # One-entry store buffers and a two-step sum keep it to 8e7 states (~3 min, 4 GB).
-  run "revocation in flight, writer's 2 rounds (8e7 states)" pass -DNW=1 -DWROUNDS=2 -DBIAS0=2 \
+  # One-entry store buffers and a two-step sum keep it to 1.1e8 states (~3 min, 5 GB).
+  run "revocation in flight, writer's 2 rounds (1.1e8 states)" pass -DNW=1 -DWROUNDS=2 -DBIAS0=2 \
       -DCAP=1 -DCOARSE_SUM
   run "mutation: no re-check of the bias" fail -DNW=1 -DWROUNDS=2 -DBIAS0=2 -DCAP=1 -DCOARSE_SUM \
       -DRECHECK_BIAS=0

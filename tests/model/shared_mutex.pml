@@ -15,6 +15,15 @@
  * visible); the writer's counting-in of handed-over readers uses the shared
  * slot.
  *
+ * Used slots: a reader marks its slot in `used` (bit s) before it counts in
+ * without the bias (and before taking it), and the slot it leaves through
+ * before counting out; the first mark by a thread is an RMW (draining its
+ * buffer), later ones a load. Bit 2 (the hand-off slot) is set from the start,
+ * and so is the slot of a thread the lock starts biased to. A writer's
+ * readers_inside() reads `used` once, then only the marked slots
+ * (-DNO_MARK_IN and -DNO_MARK_OUT, the mutations, lose mutual exclusion and a
+ * wake-up).
+ *
  * Bias: the first reader entering through an owned slot CASes bias from 0 to
  * its thread (2 + slot); from then on that thread counts in with a plain store.
  * A writer (threads C, D: never the biased thread) that finds the lock biased
@@ -83,6 +92,21 @@ byte sbn[2];
 #define BIAS0 0
 #endif
 byte bias = BIAS0;                /* bias_: 0 none yet, 1 revoked, 2 + s thread s */
+#if BIAS0 >= 2
+byte used = 4 | (1 << (BIAS0 - 2)); /* used_: bit s, slot s may hold counts */
+#else
+byte used = 4;
+#endif
+#ifdef NO_MARK_IN                   /* -DNO_MARK_IN, -DNO_MARK_OUT: the mutations */
+#define MARK_IN(s) skip
+#else
+#define MARK_IN(s) mark_used(s)
+#endif
+#ifdef NO_MARK_OUT
+#define MARK_OUT(s) skip
+#else
+#define MARK_OUT(s) mark_used(s)
+#endif
 byte drainer = 0;                 /* drainer_: 0 = none */
 bit lk = 0;                       /* lock_, the queue's spin lock */
 byte q[NP];                       /* the queue, FIFO, q[0] the head */
@@ -95,13 +119,17 @@ byte writers_in = 0;
 byte finished = 0;
 
 #define OWNED(s) ((s) < 2)
-/* readers_inside(): every lft first, then every ent, one load at a time; with
- * -DCOARSE_SUM the lfts in one step and the ents in the next (fewer states). */
+/* readers_inside(): `used` once, then every marked slot's lft, then every marked
+ * ent, one load at a time; with -DCOARSE_SUM `used` and the lfts in one step and
+ * the ents in the next (fewer states). */
+#define LFT(s) (((u >> (s)) & 1) -> lft[s] : 0)
+#define ENT(s) (((u >> (s)) & 1) -> ent[s] : 0)
 #ifdef COARSE_SUM
-#define SUM_SLOTS() sum = 0 - lft[0] - lft[1] - lft[2]; sum = sum + ent[0] + ent[1] + ent[2]
+#define SUM_SLOTS() atomic { u = used; sum = 0 - LFT(0) - LFT(1) - LFT(2) }; \
+                    sum = sum + ENT(0) + ENT(1) + ENT(2)
 #else
-#define SUM_SLOTS() sum = 0 - lft[0]; sum = sum - lft[1]; sum = sum - lft[2]; \
-                    sum = sum + ent[0]; sum = sum + ent[1]; sum = sum + ent[2]
+#define SUM_SLOTS() u = used; sum = 0 - LFT(0); sum = sum - LFT(1); sum = sum - LFT(2); \
+                    sum = sum + ENT(0); sum = sum + ENT(1); sum = sum + ENT(2)
 #endif
 
 /* Thread t's oldest buffered store reaches memory. */
@@ -138,13 +166,29 @@ inline count_in_rmw(s) {
     ent[s]++
   }
 }
+/* mark_used(): slot s's bit in `used`, by the thread counting through it (the
+ * owner, for an owned slot): an RMW if not set yet, else only a load. */
+inline mark_used(s) {
+  atomic {
+    if
+    :: ((used >> (s)) & 1) == 0 ->
+       if
+       :: OWNED(s) -> drain_buffer(s)
+       :: else -> skip
+       fi;
+       used = used | (1 << (s))
+    :: else -> skip
+    fi
+  }
+}
 /* try_lock_shared's count-in: plain if the lock is biased to this thread; else
- * take the bias if nobody has (an owned slot only), then an RMW. */
+ * mark the slot, take the bias if nobody has (an owned slot only), then an RMW. */
 inline count_in(s) {
   if
   :: OWNED(s) && bias == 2 + s -> plain_store(s, IN); plain = 1
   :: else ->
      plain = 0;
+     MARK_IN(s);
      if
      :: OWNED(s) && bias == 0 ->
         atomic { drain_buffer(s); if :: bias == 0 -> bias = 2 + s :: else -> skip fi }
@@ -355,7 +399,8 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
         :: leave_slot != enter_slot && OWNED(enter_slot) -> atomic { drain_buffer(enter_slot) }
         :: else -> skip
         fi;
-        count_out(leave_slot);                  /* unlock_shared */
+        MARK_OUT(leave_slot);                   /* unlock_shared */
+        count_out(leave_slot);
         if
         :: W == 1 -> if :: drainer != 0 -> unpark(drainer) :: else -> skip fi
         :: else -> skip
@@ -369,7 +414,7 @@ proctype Reader(byte me; byte enter_slot; byte leave_slot; bit may_time_out) {
 }
 
 proctype Writer(byte me; bit may_time_out; bit try_first) {
-  byte v, i, j, k, fw, nwoken, r = 0;
+  byte v, i, j, k, fw, nwoken, r = 0, u;
   byte woken[NP];
   short sum;
   bit requeue, got, handoff, keep, ok;
