@@ -21,6 +21,16 @@ std::string count_text(std::ptrdiff_t max) {
 }
 
 // The error reports both cores give, word for word.
+[[noreturn]] void throw_bad_initial(std::ptrdiff_t desired, std::ptrdiff_t max, const char* why) {
+  throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
+                              ">: initial count " + std::to_string(desired) +
+                              " is outside [0, max()]" + why);
+}
+#if TESSERA_CHECKS
+[[noreturn]] void destroyed_with_waiters() noexcept {
+  misuse_abort("tessera::counting_semaphore destroyed while threads or fibers wait on it");
+}
+#endif
 [[noreturn]] void throw_bad_update(std::ptrdiff_t update, std::ptrdiff_t max) {
   throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
                               ">::release: update " + std::to_string(update) +
@@ -52,11 +62,7 @@ twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, admissi
       // Drop the low bits, which alignment makes zero, before they enter TWAHash.
       hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) *
                  0x9E37u) {
-  if (desired < 0 || desired > max) {
-    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                                ">: initial count " + std::to_string(desired) +
-                                " is outside [0, max()]");
-  }
+  if (desired < 0 || desired > max) throw_bad_initial(desired, max, "");
   grant_.store(static_cast<std::uint64_t>(desired), std::memory_order_relaxed);
 }
 
@@ -64,7 +70,7 @@ twa_semaphore::~twa_semaphore() {
 #if TESSERA_CHECKS
   const auto queued = static_cast<std::int64_t>(ticket_.load() - grant_.load());
   if (queued > static_cast<std::int64_t>(cancelled_.load()) || lobby_.load() != 0) {
-    misuse_abort("tessera::counting_semaphore destroyed while threads or fibers wait on it");
+    destroyed_with_waiters();
   }
 #endif
 }
@@ -355,19 +361,14 @@ struct barging_semaphore::node : park_node {
 
 barging_semaphore::barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max) {
   if (desired < 0 || desired > limit(max)) {
-    throw std::invalid_argument("tessera::counting_semaphore<" + count_text(max) +
-                                ">: initial count " + std::to_string(desired) +
-                                " is outside [0, max()]" +
-                                (desired > kMaxCount ? kBargingCap : ""));
+    throw_bad_initial(desired, max, desired > kMaxCount ? kBargingCap : "");
   }
   state_.store(static_cast<std::uint64_t>(desired) * kOne, std::memory_order_relaxed);
 }
 
 barging_semaphore::~barging_semaphore() {
 #if TESSERA_CHECKS
-  if (!queue_.empty()) {
-    misuse_abort("tessera::counting_semaphore destroyed while threads or fibers wait on it");
-  }
+  if (!queue_.empty()) destroyed_with_waiters();
 #endif
 }
 
