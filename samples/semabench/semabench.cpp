@@ -256,9 +256,9 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(),     entry<twa_spin>(),
-          entry<ticket>(),     entry<posix>(),         entry<std_sem>(),     entry<std_mutex>(),
-          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),      entry<rw_absl>(),
+  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(), entry<twa_spin>(),
+          entry<ticket>(),     entry<posix>(),         entry<std_sem>(), entry<std_mutex>(),
+          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),  entry<rw_absl>(),
           entry<rw_tessera>(), entry<rw_preshing>()};
 }
 
@@ -385,7 +385,8 @@ int main(int argc, char** argv) {
   // results[impl][threads] = median ops/s
   std::map<std::string, std::map<int, double>> results;
   std::map<std::string, std::map<int, std::pair<double, double>>> spread;
-  std::map<std::string, std::map<int, run_result>> tails;  // median p99.9, max of max
+  std::map<std::string, std::map<int, run_result>> tails;              // median p99.9, max of max
+  std::map<std::string, std::map<int, std::vector<double>>> by_round;  // ops/s of round r
   const std::size_t total = impls.size() * threads.size() * static_cast<std::size_t>(runs);
   std::size_t done = 0;
   // Rounds interleave the implementations (round r runs each of them once, in
@@ -409,6 +410,7 @@ int main(int argc, char** argv) {
       const auto& v = samples[e.name];
       tails[e.name][t] = {0, median(p999s[e.name]), worst[e.name]};
       results[e.name][t] = median(v);
+      by_round[e.name][t] = v;
       spread[e.name][t] = {*std::min_element(v.begin(), v.end()),
                            *std::max_element(v.begin(), v.end())};
     }
@@ -439,28 +441,36 @@ int main(int argc, char** argv) {
 
   // ---- the targets, as ratios measured in this run ---------------------
   auto has = [&](const char* n, int t) { return results.count(n) && results[n].count(t); };
-  std::printf("\nKey ratios (this run):\n");
-  if (has("twa", 1) && has("ticket", 1))
-    std::printf("  T=1   twa / ticket                  = %8.2fx  (target >= 0.9)\n",
-                results["twa"][1] / results["ticket"][1]);
-  if (has("twa", 1) && has("std::counting_semaphore", 1))
-    std::printf("  T=1   twa / std::counting_semaphore = %8.2fx  (target >= 5)\n",
-                results["twa"][1] / results["std::counting_semaphore"][1]);
-  if (has("twa", 4) && has("ticket", 4))
-    std::printf("  T=4   twa / ticket                  = %8.2fx  (target >= 30)\n",
-                results["twa"][4] / results["ticket"][4]);
-  if (has("twa", 4) && has("twa", 32))
-    std::printf("  twa T=32 / twa T=4                  = %8.2fx  (target >= 0.5)\n",
-                results["twa"][32] / results["twa"][4]);
+  // One key ratio: the ratio of the medians, and beside it the range of the
+  // per-round ratios (round r's run of `a` over round r's run of `b`: seconds
+  // apart at one thread count), which shows how far a slow stretch of the
+  // machine moved it.
+  auto key = [&](int ta, const char* a, int tb, const char* b, const char* label,
+                 const char* target) {
+    if (!has(a, ta) || !has(b, tb)) return;
+    const auto& ra = by_round[a][ta];
+    const auto& rb = by_round[b][tb];
+    double lo = 0, hi = 0;
+    for (std::size_t r = 0; r < ra.size() && r < rb.size(); ++r) {
+      const double q = ra[r] / rb[r];
+      lo = r == 0 ? q : std::min(lo, q);
+      hi = r == 0 ? q : std::max(hi, q);
+    }
+    std::printf("  %-40s = %7.2fx  (rounds %.2f-%.2fx; target >= %s)\n", label,
+                results[a][ta] / results[b][tb], lo, hi, target);
+  };
+  auto at = [](int t, const char* what) { return "T=" + std::to_string(t) + " " + what; };
+  std::printf("\nKey ratios (this run; medians, and the range of the per-round ratios):\n");
+  key(1, "twa", 1, "ticket", "T=1 twa / ticket", "0.9");
+  key(1, "twa", 1, "std::counting_semaphore", "T=1 twa / std::counting_semaphore", "5");
+  key(4, "twa", 4, "ticket", "T=4 twa / ticket", "30");
+  key(32, "twa", 4, "twa", "twa T=32 / twa T=4", "0.5");
   for (int t : threads) {
-    if (has("tessera::mutex", t) && has("std::mutex", t))
-      std::printf("  T=%-3d tessera::mutex / std::mutex   = %8.2fx  (target >= 1.0)\n", t,
-                  results["tessera::mutex"][t] / results["std::mutex"][t]);
+    key(t, "tessera::mutex", t, "std::mutex", at(t, "tessera::mutex / std::mutex").c_str(), "1.0");
   }
   for (int t : threads) {
-    if (has("rw:tessera::shared_mutex", t) && has("rw:std::shared_mutex", t))
-      std::printf("  T=%-3d rw:tessera / rw:std::shared_mutex = %6.2fx  (target >= 2.0)\n", t,
-                  results["rw:tessera::shared_mutex"][t] / results["rw:std::shared_mutex"][t]);
+    key(t, "rw:tessera::shared_mutex", t, "rw:std::shared_mutex",
+        at(t, "rw:tessera / rw:std::shared_mutex").c_str(), "2.0");
   }
   for (int t : threads) {
     if (has("twa", t) && has("sem_t", t) && t > static_cast<int>(cores))
