@@ -7,8 +7,8 @@
 
 #include <string>
 
-// The calling thread's reader-slot code (0: none yet): index | kSlotOwned? |
-// kAssigned. C linkage, because current_reader_slot() in the header reads it
+// The calling thread's reader-slot code (0: none yet): index << kSlotShift |
+// kSlotOwned? | kSlotAssigned. C linkage, because current_reader_slot() in the header reads it
 // by its symbol name from inline assembly.
 extern "C" {
 constinit thread_local std::uint32_t tessera_reader_slot_tls = 0;
@@ -19,9 +19,12 @@ namespace detail {
 namespace {
 
 static_assert(kOwnedSlots < kReaderSlots && (kReaderSlots & (kReaderSlots - 1)) == 0 &&
-              kReaderSlots <= 32 && kReaderSlots <= kSlotOwned);
+              kReaderSlots <= 32 && (kReaderSlots << kSlotShift) <= kSlotOwned &&
+              kSlotOwned < kSlotAssigned);
 
-constexpr std::uint32_t kAssigned = 0x200;
+constexpr std::uint32_t code_of(std::uint32_t index) noexcept {
+  return kSlotAssigned | (index << kSlotShift);
+}
 // Owned slot indices not held by a live thread (bit i: slot i is free).
 std::atomic<std::uint32_t> free_owned{(1u << kOwnedSlots) - 1};
 std::atomic<std::uint32_t> next_shared{0};
@@ -47,7 +50,7 @@ namespace {
 
 std::uint32_t shared_slot_code() noexcept {
   const std::uint32_t shared = kReaderSlots - kOwnedSlots;
-  return kAssigned | (kOwnedSlots + next_shared.fetch_add(1, std::memory_order_relaxed) % shared);
+  return code_of(kOwnedSlots + next_shared.fetch_add(1, std::memory_order_relaxed) % shared);
 }
 
 // Gives the thread's owned slot back when the thread exits. Anything the thread
@@ -71,7 +74,7 @@ struct owned_slot_lease {
       if (free_owned.compare_exchange_weak(free, free & ~(1u << i), std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
         thread_local owned_slot_lease lease{i};
-        code = kAssigned | kSlotOwned | lease.index;
+        code = code_of(lease.index) | kSlotOwned;
         break;
       }
     }
@@ -114,7 +117,7 @@ struct shared_timed_mutex::node : detail::park_node {
 
 shared_timed_mutex::~shared_timed_mutex() {
 #if TESSERA_CHECKS
-  if (state_.load() != 0 || !queue_.empty() || readers_inside() != 0) {
+  if ((state_.load() & (kWriter | kQueued)) != 0 || !queue_.empty() || readers_inside() != 0) {
     detail::misuse_abort((std::string(type_) + " destroyed while locked or with waiters").c_str());
   }
 #endif
@@ -162,9 +165,38 @@ void shared_timed_mutex::back_off(slot& s, std::uint32_t slot_code) noexcept {
 // without an owned slot leaves it unbiased (its slot is not its own).
 void shared_timed_mutex::take_bias(std::uint32_t slot_code) noexcept {
   if ((slot_code & detail::kSlotOwned) == 0) return;
-  std::uint32_t expected = kUnbiased;
-  bias_.compare_exchange_strong(expected, slot_code, std::memory_order_seq_cst,
-                                std::memory_order_relaxed);
+  replace_bias(kUnbiased, slot_code);
+}
+
+// state_'s bias field from `from` to `to`, if it holds `from` (WRITER and QUEUED
+// kept as they are).
+void shared_timed_mutex::replace_bias(std::uint64_t from, std::uint64_t to) noexcept {
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  while ((s & kBiasMask) == from &&
+         !state_.compare_exchange_weak(s, (s & ~kBiasMask) | to, std::memory_order_seq_cst,
+                                       std::memory_order_relaxed)) {
+  }
+}
+
+// A biased reader counted in with a plain store and then found state_ no longer
+// "biased to it, no writer, nobody queued". WRITER set: back off. Still biased
+// (only QUEUED was set): in, as on the fast path. Revoked since it looked: the
+// revoking writer's membarrier may have run before its store, and later writers
+// run none, so it fences itself (a seq_cst RMW of its own count: a full fence,
+// and one TSan understands) and looks again.
+bool shared_timed_mutex::biased_entry_changed(slot& mine, std::uint32_t slot_code) noexcept {
+  const std::uint64_t s = state_.load(std::memory_order_acquire);
+  bool in = (s & kWriter) == 0;
+  if (in && (s & kBiasMask) != slot_code) {
+    mine.entered.fetch_add(0, std::memory_order_seq_cst);
+    in = (state_.load(std::memory_order_seq_cst) & kWriter) == 0;
+  }
+  if (in) {
+    note_shared(1);
+    return true;
+  }
+  back_off(mine, slot_code);
+  return false;
 }
 
 // Called by the writer holding WRITER, before it reads the slots. If the lock is
@@ -175,9 +207,9 @@ void shared_timed_mutex::take_bias(std::uint32_t slot_code) noexcept {
 // reads see kBiasRevoked and use RMWs. The biased thread itself needs neither:
 // its own earlier stores are in its program order.
 void shared_timed_mutex::revoke_foreign_bias() noexcept {
-  const std::uint32_t b = bias_.load(std::memory_order_seq_cst);
+  const std::uint64_t b = state_.load(std::memory_order_seq_cst) & kBiasMask;
   if (b == kUnbiased || b == kBiasRevoked || b == detail::current_reader_slot()) return;
-  bias_.store(kBiasRevoked, std::memory_order_seq_cst);
+  replace_bias(b, kBiasRevoked);  // only a writer revokes, and we hold WRITER
   detail::flush_reader_counts();
 }
 

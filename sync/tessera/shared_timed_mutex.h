@@ -12,8 +12,11 @@
 //   state_  bit 63  WRITER   a writer holds the lock, or owns the right to it
 //                            and is draining the readers still inside
 //           bit 62  QUEUED   the queue may be non-empty: unlock() looks at it
-//   bias_                    0: not biased yet; 1: revoked, for good; else the
+//           bits 0-31 bias   1: not biased yet; 2: revoked, for good; else the
 //                            slot code of the one thread the lock is biased to
+//                            (so state_ == that code means: biased to it, no
+//                            writer, nobody queued — the biased reader's one
+//                            compare)
 //   used_   bit i            slot i may hold counts of this lock: set by a
 //                            reader before it first counts through slot i,
 //                            never cleared; a writer reads only these slots.
@@ -29,15 +32,17 @@
 //     i >= kOwnedSlots       shared: every other thread, dealt round-robin;
 //                            written with atomic RMWs only.
 //
-//   lock_shared     biased to us: entered += 1 as a plain store; else mark our
-//                   slot in used_ (an RMW once per thread and lock, then a load),
-//                   take the bias if nobody has, entered += 1 (RMW). Then load state_;
-//                   WRITER clear: in (a biased reader that finds the bias
-//                   revoked meanwhile fences and looks again). WRITER set:
-//                   left += 1 (waking a draining writer), spin, queue.
-//   unlock_shared   mark our slot in used_ (a fiber may leave through another
-//                   thread's slot), left += 1 — on an owned slot a plain load and
-//                   store, no RMW; then WRITER set: unpark the draining writer.
+//   lock_shared     state_ == our code (biased to us): entered += 1 as a plain
+//                   store; else mark our slot in used_ (an RMW once per thread
+//                   and lock, then a load), take the bias if nobody has, entered
+//                   += 1 (RMW). Then load state_; WRITER clear: in (a biased
+//                   reader that finds the bias revoked meanwhile fences and
+//                   looks again). WRITER set: left += 1 (waking a draining
+//                   writer), spin, queue.
+//   unlock_shared   left += 1 — on an owned slot a plain load and store, no RMW
+//                   — after marking our slot in used_ (a fiber may leave through
+//                   another thread's slot; a biased thread's slot is marked
+//                   already); then WRITER set: unpark the draining writer.
 //   lock            CAS WRITER in (even while QUEUED: barging), revoke a bias
 //                   held by another thread, then drain: wait until inside, summed
 //                   over the slots in used_, is 0 (spin, then park as `drainer_`).
@@ -68,11 +73,15 @@
 //     the bias for good and runs the barrier before reading the slots: the
 //     biased reader's count-in is visible, or it sees WRITER and backs off. A
 //     biased reader that read the bias before the revocation but stored after
-//     the barrier re-reads bias_ after state_ and, finding it revoked, fences
-//     and re-reads state_ (later writers run no barrier). The biased thread's
-//     own writes need no barrier: its stores are in its program order.
+//     the barrier re-reads state_ after its store and, finding the bias
+//     revoked, fences and re-reads state_ (later writers run no barrier). The
+//     biased thread's own writes need no barrier: its stores are in its program
+//     order.
 // The SPIN model tests/model/shared_mutex.pml checks both pairs with per-thread
-// FIFO store buffers, and catches each barrier or re-check left out. Where the
+// FIFO store buffers, and catches each barrier or re-check left out. (It keeps
+// the bias in a variable of its own and reads it apart from WRITER; reading
+// both in one load of state_, as the code does, is one of the interleavings it
+// checks.) Where the
 // kernel lacks membarrier, no slot is owned, nothing is biased and every count
 // is an RMW.
 //
@@ -90,8 +99,12 @@
 //
 // Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
 // atomic RMW at all: plain loads and stores to the caller's own slot line and
-// six loads of the state_/bias_/used_ line; on another thread with an owned
-// slot one RMW (two without one). lock() also reads 2 words per slot in use
+// four loads of state_, about 30 instructions for the pair; on another thread
+// with an owned slot one RMW (two without one). (Keeping the bias in state_
+// and the slot's byte offset in the thread's code took the pair from ~45
+// instructions to ~31 — callgrind, semabench's read-mostly loop — and that
+// loop, one thread, from 7.0 to 6.5 ns an iteration: 2.5x to 2.7x
+// std::shared_mutex.) lock() also reads 2 words per slot in use
 // (one thread: the hand-off slot and its own), and the first write by a thread
 // other than the biased one runs one membarrier. (On one thread, used_ took a
 // lock/unlock pair from 38 ns, when lock() read all 32 slots, to 17 ns, against
@@ -117,6 +130,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 #include "tessera/detail/park_list.h"
@@ -128,19 +142,28 @@ namespace detail {
 /// Reader-indicator slots per lock: kOwnedSlots owned ones, then shared ones.
 inline constexpr std::uint32_t kReaderSlots = 32;
 inline constexpr std::uint32_t kOwnedSlots = 24;
-/// Bit of current_reader_slot()'s result: the calling thread owns the slot.
-inline constexpr std::uint32_t kSlotOwned = 0x100;
+/// A reader-slot code (current_reader_slot()): the slot's index times 64 (its
+/// byte offset in slots_, so that finding the slot is one AND), kSlotOwned if
+/// the calling thread owns it, and kSlotAssigned (so a code is never 0, nor a
+/// bias value below it).
+inline constexpr std::uint32_t kSlotShift = 6;
+inline constexpr std::uint32_t kSlotOwned = 0x800;
+inline constexpr std::uint32_t kSlotAssigned = 0x1000;
+/// The slot index a reader-slot code names.
+constexpr std::uint32_t reader_slot_index(std::uint32_t slot_code) noexcept {
+  return (slot_code >> kSlotShift) % kReaderSlots;
+}
 /// current_reader_slot()'s out-of-line form (and its first-call path, which
 /// assigns the thread a slot). Never inlined or analysed (noipa): see below.
 [[gnu::noipa]] std::uint32_t current_reader_slot_call() noexcept;
-/// The calling OS thread's reader slot: the index in the low bits, plus
-/// kSlotOwned if the thread owns it (it alone writes that slot in every lock).
-/// A fiber that parks may resume on another worker, so the thread-local must be
-/// read afresh at each call; a compiler may reuse a thread-local's address from
-/// before a call, so a plain `thread_local` read will not do. On x86-64 the read
-/// is one volatile asm load (initial-exec TLS, with a memory clobber so it
-/// cannot move across a park); elsewhere an out-of-line noipa call.
-inline std::uint32_t current_reader_slot() noexcept {
+/// The calling OS thread's reader-slot code, or 0 if it has none yet (x86-64
+/// only: elsewhere this assigns one). A fiber that parks may resume on another
+/// worker, so the thread-local must be read afresh at each call; a compiler may
+/// reuse a thread-local's address from before a call, so a plain `thread_local`
+/// read will not do. On x86-64 the read is one volatile asm load (initial-exec
+/// TLS, with a memory clobber so it cannot move across a park); elsewhere an
+/// out-of-line noipa call.
+inline std::uint32_t reader_slot_or_zero() noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
   std::uint32_t c;
   asm volatile(
@@ -149,10 +172,17 @@ inline std::uint32_t current_reader_slot() noexcept {
       : "=r"(c)
       :
       : "rax", "memory");
-  if (c != 0) [[likely]]
-    return c;
-#endif
+  return c;
+#else
   return current_reader_slot_call();
+#endif
+}
+/// The calling OS thread's reader-slot code (assigned at the first call): the
+/// slot's byte offset, plus kSlotOwned if the thread owns it (it alone writes
+/// that slot in every lock).
+inline std::uint32_t current_reader_slot() noexcept {
+  const std::uint32_t c = reader_slot_or_zero();
+  return c != 0 ? c : current_reader_slot_call();
 }
 /// Whether threads get owned slots (sys_membarrier is available). Fixed at
 /// the first call.
@@ -192,8 +222,9 @@ class shared_timed_mutex {
   /// Precondition: held exclusively by the caller.
   void unlock() {
     std::uint64_t s = state_.load(std::memory_order_relaxed);
-    if (s == kWriter && state_.compare_exchange_strong(s, 0, std::memory_order_release,
-                                                       std::memory_order_relaxed)) {
+    if ((s & (kWriter | kQueued)) == kWriter &&
+        state_.compare_exchange_strong(s, s & ~kWriter, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
       return;
     }
     unlock_slow();
@@ -204,34 +235,33 @@ class shared_timed_mutex {
   }
   /// Fails only if a writer holds the lock (or is draining readers to take it).
   bool try_lock_shared() noexcept {
-    if ((state_.load(std::memory_order_relaxed) & kWriter) != 0) return false;
-    const std::uint32_t c = detail::current_reader_slot();
-    slot& mine = slot_of(c);
-    const std::uint32_t b = bias_.load(std::memory_order_relaxed);
-    bool in;
-    if (b == c) {
-      // Biased to this thread: count in with a plain store, no RMW, no fence
-      // (the other half of the pair is a revoking writer's membarrier). The
-      // signal fence only keeps the compiler from sinking the store past the load.
+    std::uint32_t c = detail::reader_slot_or_zero();
+    const std::uint64_t s = state_.load(std::memory_order_relaxed);
+    if (s == c) [[likely]] {
+      // Biased to this thread, no writer, nobody queued (one compare: c is never
+      // 0 here, as the bias field never is). Count in with a plain store, no
+      // RMW, no fence (the other half of the pair is a revoking writer's
+      // membarrier). The signal fence only keeps the compiler from sinking the
+      // store past the load.
+      slot& mine = slot_of(c);
       mine.entered.store(mine.entered.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      // Still biased: the revoking writer's membarrier is still to come, and
-      // orders us. Revoked since we looked: its membarrier may have run before
-      // our store, and later writers run none, so fence ourselves (a seq_cst
-      // RMW of our own count: a full fence, and one TSan understands) and look
-      // again.
-      in = (state_.load(std::memory_order_acquire) & kWriter) == 0 &&
-           (bias_.load(std::memory_order_relaxed) == c ||
-            (mine.entered.fetch_add(0, std::memory_order_seq_cst),
-             (state_.load(std::memory_order_seq_cst) & kWriter) == 0));
-    } else {
-      mark_used(c);  // before the bias (a biased thread's slot is marked) and the count
-      if (b == kUnbiased) take_bias(c);
-      mine.entered.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
-      in = (state_.load(std::memory_order_seq_cst) & kWriter) == 0;
+      // Still biased and no writer: the revoking writer's membarrier is still
+      // to come, and orders us.
+      if (state_.load(std::memory_order_acquire) == c) [[likely]] {
+        note_shared(1);
+        return true;
+      }
+      return biased_entry_changed(mine, c);
     }
-    if (in) {
+    if ((s & kWriter) != 0) return false;
+    if (c == 0) c = detail::current_reader_slot_call();
+    slot& mine = slot_of(c);
+    mark_used(c);  // before the bias (a biased thread's slot is marked) and the count
+    if ((s & kBiasMask) == kUnbiased) take_bias(c);
+    mine.entered.fetch_add(1, std::memory_order_seq_cst);  // the reader's one RMW
+    if ((state_.load(std::memory_order_seq_cst) & kWriter) == 0) {
       note_shared(1);
       return true;
     }
@@ -251,9 +281,17 @@ class shared_timed_mutex {
   /// Precondition: held shared by the caller.
   void unlock_shared() {
     note_shared(-1);
-    const std::uint32_t c = detail::current_reader_slot();
-    mark_used(c);  // a fiber that migrated leaves through another thread's slot
-    count_out(slot_of(c), c);
+    std::uint32_t c = detail::reader_slot_or_zero();
+    if (state_.load(std::memory_order_relaxed) == c) [[likely]] {
+      // Biased to this thread: its slot is owned and marked. A plain store, as
+      // count_out() does for an owned slot.
+      slot& mine = slot_of(c);
+      mine.left.store(mine.left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    } else {
+      if (c == 0) c = detail::current_reader_slot_call();
+      mark_used(c);  // a fiber that migrated leaves through another thread's slot
+      count_out(slot_of(c), c);
+    }
     if ((state_.load(std::memory_order_seq_cst) & kWriter) != 0) wake_drainer();
   }
 
@@ -264,9 +302,11 @@ class shared_timed_mutex {
  private:
   static constexpr std::uint64_t kWriter = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kQueued = std::uint64_t{1} << 62;
-  /// bias_ values besides a slot code: not biased yet, and never again.
-  static constexpr std::uint32_t kUnbiased = 0;
-  static constexpr std::uint32_t kBiasRevoked = 1;
+  /// state_'s bias field: a slot code, or not biased yet, or never again.
+  static constexpr std::uint64_t kBiasMask = 0xFFFFFFFF;
+  static constexpr std::uint64_t kUnbiased = 1;
+  static constexpr std::uint64_t kBiasRevoked = 2;
+  static_assert(kBiasRevoked < detail::kSlotAssigned);
   struct node;
   /// One reader-indicator slot: readers that entered and left through it, both
   /// only ever growing. Two words, not one count, so that a thread's count-in
@@ -277,11 +317,16 @@ class shared_timed_mutex {
   };
 
   /// The slot a current_reader_slot() code names.
-  slot& slot_of(std::uint32_t slot_code) noexcept { return slots_[slot_code % kSlots]; }
+  slot& slot_of(std::uint32_t slot_code) noexcept {
+    // The code's index bits are the slot's byte offset: one AND, no shifts.
+    static_assert(sizeof(slot) == std::size_t{1} << detail::kSlotShift);
+    constexpr std::uint32_t offset_bits = (kSlots - 1) << detail::kSlotShift;
+    return *reinterpret_cast<slot*>(reinterpret_cast<char*>(slots_) + (slot_code & offset_bits));
+  }
   /// Marks that slot in used_: a seq_cst RMW the first time a thread counts
   /// through it in this lock, a load after that.
   void mark_used(std::uint32_t slot_code) noexcept {
-    const std::uint32_t bit = std::uint32_t{1} << (slot_code % kSlots);
+    const std::uint32_t bit = std::uint32_t{1} << detail::reader_slot_index(slot_code);
     if ((used_.load(std::memory_order_seq_cst) & bit) == 0) {
       used_.fetch_or(bit, std::memory_order_seq_cst);
     }
@@ -298,6 +343,8 @@ class shared_timed_mutex {
     }
   }
   void take_bias(std::uint32_t slot_code) noexcept;
+  void replace_bias(std::uint64_t from, std::uint64_t to) noexcept;
+  bool biased_entry_changed(slot& mine, std::uint32_t slot_code) noexcept;
   void revoke_foreign_bias() noexcept;
   bool take_writer() noexcept;
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
@@ -317,8 +364,7 @@ class shared_timed_mutex {
   }
   [[noreturn]] void shared_underflow() const noexcept;
 
-  std::atomic<std::uint64_t> state_{0};
-  std::atomic<std::uint32_t> bias_{kUnbiased};  // the biased thread's slot code
+  std::atomic<std::uint64_t> state_{kUnbiased};  // WRITER | QUEUED | bias field
   // Slots that may hold counts (bit i: slots_[i]); the hand-off slot from the start.
   std::atomic<std::uint32_t> used_{std::uint32_t{1} << detail::kOwnedSlots};
   std::atomic<waiter*> drainer_{nullptr};  // the writer waiting for readers to leave

@@ -91,7 +91,11 @@ byte sbn[2];
 #ifndef BIAS0                       /* bias_ at the start: -DBIAS0=2, already biased to A */
 #define BIAS0 0
 #endif
-byte bias = BIAS0;                /* bias_: 0 none yet, 1 revoked, 2 + s thread s */
+/* The bias: the code keeps it in state_'s low 32 bits (1 none yet, 2 revoked,
+ * else a slot code), so a biased reader reads it and WRITER in one load; here it
+ * is a variable of its own, read apart from W, and that one load is one of the
+ * interleavings checked. */
+byte bias = BIAS0;                /* 0 none yet, 1 revoked, 2 + s thread s */
 #if BIAS0 >= 2
 byte used = 4 | (1 << (BIAS0 - 2)); /* used_: bit s, slot s may hold counts */
 #else
