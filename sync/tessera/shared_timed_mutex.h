@@ -103,7 +103,7 @@
 // with an owned slot one RMW (two without one). (Keeping the bias in state_
 // and the slot's byte offset in the thread's code took the pair from ~45
 // instructions to ~31 — callgrind, semabench's read-mostly loop — and that
-// loop, one thread, from 7.0 to 6.5 ns an iteration: 2.5x to 2.7x
+// loop, one thread, from 6.8 to 6.3 ns an iteration: 2.5x to 2.7x
 // std::shared_mutex.) lock() also reads 2 words per slot in use
 // (one thread: the hand-off slot and its own), and the first write by a thread
 // other than the biased one runs one membarrier. (On one thread, used_ took a
