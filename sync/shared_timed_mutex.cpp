@@ -8,8 +8,8 @@
 #include <string>
 
 // The calling thread's reader-slot code (0: none yet): index << kSlotShift |
-// kSlotOwned? | kSlotAssigned. C linkage, because current_reader_slot() in the header reads it
-// by its symbol name from inline assembly.
+// kSlotOwned? | kSlotAssigned. C linkage, because reader_slot_or_zero() in the
+// header reads it by its symbol name from inline assembly.
 extern "C" {
 constinit thread_local std::uint32_t tessera_reader_slot_tls = 0;
 }
