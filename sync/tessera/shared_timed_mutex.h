@@ -244,8 +244,7 @@ class shared_timed_mutex {
       // membarrier). The signal fence only keeps the compiler from sinking the
       // store past the load.
       slot& mine = slot_of(c);
-      mine.entered.store(mine.entered.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
+      owner_increment(mine.entered, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
       // Still biased and no writer: the revoking writer's membarrier is still
       // to come, and orders us.
@@ -285,8 +284,7 @@ class shared_timed_mutex {
     if (state_.load(std::memory_order_relaxed) == c) [[likely]] {
       // Biased to this thread: its slot is owned and marked. A plain store, as
       // count_out() does for an owned slot.
-      slot& mine = slot_of(c);
-      mine.left.store(mine.left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      owner_increment(slot_of(c).left, std::memory_order_release);
     } else {
       if (c == 0) c = detail::current_reader_slot_call();
       mark_used(c);  // a fiber that migrated leaves through another thread's slot
@@ -316,6 +314,11 @@ class shared_timed_mutex {
     std::atomic<std::int64_t> left{0};
   };
 
+  /// `count` += 1 by the one thread that writes it (an owned slot's owner): a
+  /// load and a store, no RMW; `order` is the store's.
+  static void owner_increment(std::atomic<std::int64_t>& count, std::memory_order order) noexcept {
+    count.store(count.load(std::memory_order_relaxed) + 1, order);
+  }
   /// The slot a current_reader_slot() code names.
   slot& slot_of(std::uint32_t slot_code) noexcept {
     // The code's index bits are the slot's byte offset: one AND, no shifts.
@@ -337,7 +340,7 @@ class shared_timed_mutex {
     if ((slot_code & detail::kSlotOwned) != 0) {
       // Only this thread writes this slot: a plain store, no RMW. A writer that
       // would park waiting for it first flushes it (flush_reader_counts).
-      s.left.store(s.left.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      owner_increment(s.left, std::memory_order_release);
     } else {
       s.left.fetch_add(1, std::memory_order_seq_cst);
     }
