@@ -384,7 +384,6 @@ int main(int argc, char** argv) {
 
   // results[impl][threads] = median ops/s
   std::map<std::string, std::map<int, double>> results;
-  std::map<std::string, std::map<int, std::pair<double, double>>> spread;
   std::map<std::string, std::map<int, run_result>> tails;              // median p99.9, max of max
   std::map<std::string, std::map<int, std::vector<double>>> by_round;  // ops/s of round r
   const std::size_t total = impls.size() * threads.size() * static_cast<std::size_t>(runs);
@@ -393,7 +392,7 @@ int main(int argc, char** argv) {
   // turn), so a slow stretch of a shared machine lands on all of them alike and
   // the ratios of one run stay fair even when the absolute figures drift.
   for (int t : threads) {
-    std::map<std::string, std::vector<double>> samples, p999s;
+    std::map<std::string, std::vector<double>> p999s;
     std::map<std::string, double> worst;
     for (int r = 0; r < runs; ++r) {
       for (auto& e : impls) {
@@ -401,18 +400,14 @@ int main(int argc, char** argv) {
                      e.name.c_str(), r + 1, runs);
         std::fflush(stderr);
         const run_result rr = e.run(t, seconds);
-        samples[e.name].push_back(rr.ops_per_s);
+        by_round[e.name][t].push_back(rr.ops_per_s);
         p999s[e.name].push_back(rr.p999_us);
         worst[e.name] = std::max(worst[e.name], rr.max_us);
       }
     }
     for (auto& e : impls) {
-      const auto& v = samples[e.name];
       tails[e.name][t] = {0, median(p999s[e.name]), worst[e.name]};
-      results[e.name][t] = median(v);
-      by_round[e.name][t] = v;
-      spread[e.name][t] = {*std::min_element(v.begin(), v.end()),
-                           *std::max_element(v.begin(), v.end())};
+      results[e.name][t] = median(by_round[e.name][t]);
     }
   }
   std::fprintf(stderr, "\r%70s\r", "");
@@ -488,8 +483,10 @@ int main(int argc, char** argv) {
     csv << "impl,threads,median_ops_per_s,min_ops_per_s,max_ops_per_s,runs,seconds\n";
     for (auto& e : impls) {
       for (int t : threads) {
-        csv << e.name << ',' << t << ',' << results[e.name][t] << ',' << spread[e.name][t].first
-            << ',' << spread[e.name][t].second << ',' << runs << ',' << seconds << '\n';
+        const auto& v = by_round[e.name][t];
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        csv << e.name << ',' << t << ',' << results[e.name][t] << ',' << *lo << ',' << *hi << ','
+            << runs << ',' << seconds << '\n';
       }
     }
     std::printf("\nCSV:  %s\n", csv_path.c_str());
