@@ -2,17 +2,12 @@
 // type-stable pool of thread waiter records.
 #include "tessera/park.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <sched.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <mutex>
 #include <vector>
+
+#include "tessera/detail/futex.h"
 
 namespace tessera {
 namespace {
@@ -22,17 +17,10 @@ constexpr std::int32_t kEmpty = 0;
 constexpr std::int32_t kNotified = 1;
 constexpr std::int32_t kParked = -1;
 
-long futex(std::atomic<std::int32_t>* word, int op, std::int32_t val, const timespec* ts,
-           std::uint32_t bitset) {
-  return syscall(SYS_futex, reinterpret_cast<std::int32_t*>(word), op | FUTEX_PRIVATE_FLAG, val,
-                 ts, nullptr, bitset);
-}
-
-// Waits while *word == kParked; returns false only on timeout. `deadline` is an
-// absolute CLOCK_MONOTONIC time (steady_clock is CLOCK_MONOTONIC on Linux), or null.
-bool futex_wait_parked(std::atomic<std::int32_t>* word, const timespec* deadline) {
-  long r = futex(word, FUTEX_WAIT_BITSET, kParked, deadline, FUTEX_BITSET_MATCH_ANY);
-  return !(r == -1 && errno == ETIMEDOUT);
+// Waits while *word == kParked; returns false only on timeout.
+bool futex_wait_parked(std::atomic<std::int32_t>* word,
+                       const std::chrono::steady_clock::time_point* deadline) {
+  return detail::futex_wait(word, kParked, deadline) != detail::futex_status::timed_out;
 }
 
 void thread_park(waiter& self) {
@@ -50,16 +38,8 @@ void thread_park(waiter& self) {
 
 bool thread_park_until(waiter& self, std::chrono::steady_clock::time_point deadline) {
   if (self.state.fetch_sub(1, std::memory_order_acquire) == kNotified) return true;
-  const auto since_epoch = deadline.time_since_epoch();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
-  timespec ts{};
-  if (since_epoch.count() > 0) {
-    ts.tv_sec = static_cast<time_t>(secs.count());
-    ts.tv_nsec = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs).count());
-  }
   for (;;) {
-    const bool woken = futex_wait_parked(&self.state, &ts);
+    const bool woken = futex_wait_parked(&self.state, &deadline);
     if (!woken) {
       // Timed out: leave the parked state. If an unpark raced in, we consume its
       // permit and report success rather than dropping it.
@@ -76,14 +56,14 @@ bool thread_park_until(waiter& self, std::chrono::steady_clock::time_point deadl
 void thread_unpark(waiter& who) noexcept {
   // release: whatever the unparker wrote before unpark is visible to the parker.
   if (who.state.exchange(kNotified, std::memory_order_release) == kParked) {
-    futex(&who.state, FUTEX_WAKE, 1, nullptr, 0);
+    detail::futex_wake(&who.state, 1);
   }
 }
 
 void thread_yield(waiter&) { sched_yield(); }
 
 // Type-stable pool of thread waiter records: allocated once, recycled when a
-// thread exits, never freed (DESIGN.md: a stale unpark must stay harmless).
+// thread exits, never freed (a stale unpark must stay harmless: docs/design.md).
 struct thread_waiter_pool {
   std::mutex mu;
   std::vector<waiter*> free_list;

@@ -10,18 +10,15 @@
 #include <cstdint>
 #include <mutex>
 
-#include "tessera/detail/spin_lock.h"
+#include "tessera/detail/basic_spin_lock.h"
 
 namespace tessera::sched {
 
-/// The OS thread's yield (sched_yield). The scheduler's own locks must never
-/// take the fiber path of yield_now(): they are held on a worker's scheduling path.
-void os_yield();
-
 /// The lock of the global FIFO: a spin lock (cheaper than std::mutex
 /// uncontended; the yield path crosses it twice per yield) that yields the OS
-/// thread when contended.
-using spin_mutex = detail::basic_spin_lock<&os_yield>;
+/// thread when contended (never the fiber path of yield_now(): it is held on a
+/// worker's scheduling path).
+using spin_mutex = detail::basic_spin_lock<&detail::os_yield>;
 
 /// Chase & Lev's work-stealing deque ("Dynamic circular work-stealing deque",
 /// SPAA 2005) with the C11 orderings of Lê, Pop, Cohen & Zappa Nardelli (PPoPP

@@ -81,13 +81,15 @@
 #include "context.h"
 #include "queues.h"
 #include "stack.h"
+#include "tessera/detail/fiber_task.h"
 #include "tessera/park.h"
-#include "tessera/runtime.h"
+#include "tessera/runtime_options.h"
 #include "topology.h"
 
 namespace tessera::detail {
 
 class worker;
+class runtime_impl;
 
 /// One fiber-local value.
 struct fls_entry {

@@ -2,7 +2,9 @@
 // environment (threads, fibers on 1/2/4 workers, mixed).
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
+#include <tessera/barrier.h>
 #include <tessera/latch.h>
+#include <tessera/wait_group.h>
 #include <tessera/mutex.h>
 
 #include <array>

@@ -1,7 +1,9 @@
 // The fiber runtime: Runtime::run, fiber/spawn/this_fiber/fiber_local, the park
 // path of fibers, work stealing, remote wake-ups of sleeping workers, timers,
 // shutdown, stack overflow reporting.
+#include <tessera/barrier.h>
 #include <tessera/latch.h>
+#include <tessera/wait_group.h>
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>
 

@@ -36,92 +36,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "tessera/detail/fiber_task.h"
 #include "tessera/park.h"
+#include "tessera/runtime_options.h"
 
 namespace tessera {
 
-/// How a Runtime is set up. An aggregate: `Runtime rt({.workers = 2});`.
-struct runtime_options {
-  /// Worker threads; 0 means one per core that hwloc reports.
-  unsigned workers = 0;
-  /// Pin each worker to its hardware thread (hwloc_set_cpubind). Ignored where
-  /// the topology is unknown.
-  bool pin_workers = true;
-  /// Usable stack bytes per fiber, rounded up to whole pages (minimum 16 KiB).
-  /// Pages are committed on first touch, so unused stack costs address space only.
-  std::size_t stack_size = 256 * 1024;
-  /// Put a PROT_NONE guard page below every stack, so an overflow is reported
-  /// (naming the fiber) instead of corrupting memory. Each guarded stack takes two
-  /// kernel mappings; Linux's default vm.max_map_count (65530) then caps a process
-  /// near 32,000 live fibers.
-  bool guard_pages = true;
-  /// How long an idle worker keeps looking for work before it sleeps, in µs.
-  std::chrono::microseconds idle_spin{50};
-};
-
 namespace detail {
-
-/// A move-only `void()` callable with a small inline buffer (no allocation for
-/// captures up to 48 bytes), for fiber bodies.
-class fiber_task {
- public:
-  fiber_task() noexcept = default;
-  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber_task>>>
-  explicit fiber_task(F&& f) {
-    using D = std::decay_t<F>;
-    if constexpr (sizeof(D) <= kInline && alignof(D) <= alignof(std::max_align_t) &&
-                  std::is_nothrow_move_constructible_v<D>) {
-      ::new (static_cast<void*>(buf_)) D(std::forward<F>(f));
-      ops_ = &inline_ops<D>;
-    } else {
-      *reinterpret_cast<D**>(buf_) = new D(std::forward<F>(f));
-      ops_ = &heap_ops<D>;
-    }
-  }
-  fiber_task(fiber_task&& o) noexcept : ops_(o.ops_) {
-    if (ops_ != nullptr) ops_->move(o.buf_, buf_);
-    o.ops_ = nullptr;
-  }
-  fiber_task& operator=(fiber_task&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ops_ = o.ops_;
-      if (ops_ != nullptr) ops_->move(o.buf_, buf_);
-      o.ops_ = nullptr;
-    }
-    return *this;
-  }
-  ~fiber_task() { reset(); }
-  void operator()() { ops_->invoke(buf_); }
-  explicit operator bool() const noexcept { return ops_ != nullptr; }
-  void reset() noexcept {
-    if (ops_ != nullptr) ops_->destroy(buf_);
-    ops_ = nullptr;
-  }
-
- private:
-  static constexpr std::size_t kInline = 48;
-  struct ops {
-    void (*invoke)(void*);
-    void (*move)(void* from, void* to) noexcept;
-    void (*destroy)(void*) noexcept;
-  };
-  template <class D>
-  static constexpr ops inline_ops{[](void* p) { (*static_cast<D*>(p))(); },
-                                  [](void* from, void* to) noexcept {
-                                    ::new (to) D(std::move(*static_cast<D*>(from)));
-                                    static_cast<D*>(from)->~D();
-                                  },
-                                  [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
-  template <class D>
-  static constexpr ops heap_ops{
-      [](void* p) { (**static_cast<D**>(p))(); },
-      [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
-      [](void* p) noexcept { delete *static_cast<D**>(p); }};
-
-  alignas(std::max_align_t) unsigned char buf_[kInline];
-  const ops* ops_ = nullptr;
-};
 
 struct fiber_record;  // sched/scheduler.h
 class runtime_impl;

@@ -3,6 +3,9 @@
 // (round trip), atomic_wait/notify ping-pong (round trip).
 #include <benchmark/benchmark.h>
 #include <semaphore.h>
+#include <tessera/baseline/preshing_shared_mutex.h>
+#include <tessera/baseline/ticket_semaphore.h>
+#include <tessera/baseline/twa_spin_semaphore.h>
 #include <tessera/tessera.h>
 
 #include <atomic>

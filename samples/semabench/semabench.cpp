@@ -13,6 +13,9 @@
 // 100 reads); the others take it shared and read the PRNG's last output.
 #include <absl/synchronization/mutex.h>
 #include <semaphore.h>
+#include <tessera/baseline/preshing_shared_mutex.h>
+#include <tessera/baseline/ticket_semaphore.h>
+#include <tessera/baseline/twa_spin_semaphore.h>
 #include <tessera/tessera.h>
 
 #include <CLI/CLI.hpp>

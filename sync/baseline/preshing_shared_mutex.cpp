@@ -1,5 +1,5 @@
-// preshing_shared_mutex (see tessera/preshing_shared_mutex.h for the box office and the policy).
-#include "tessera/preshing_shared_mutex.h"
+// preshing_shared_mutex (see tessera/baseline/preshing_shared_mutex.h for the box office and the policy).
+#include "tessera/baseline/preshing_shared_mutex.h"
 
 #include <system_error>
 

@@ -1,5 +1,5 @@
 // TWA-Semaphore with a spinning waiting array (seed 001, Listing 2).
-#include "tessera/twa_spin_semaphore.h"
+#include "tessera/baseline/twa_spin_semaphore.h"
 
 #include <algorithm>
 

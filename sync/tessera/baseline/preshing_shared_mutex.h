@@ -1,4 +1,4 @@
-// tessera/preshing_shared_mutex.h — preshing_shared_mutex: Preshing's
+// tessera/baseline/preshing_shared_mutex.h — preshing_shared_mutex: Preshing's
 // reader-writer box office (seed 002, "NonRecursiveRWLock") with two TWA
 // semaphores as bouncers.
 //

@@ -1,4 +1,4 @@
-// tessera/twa_spin_semaphore.h — TWA-Semaphore with a spinning waiting array
+// tessera/baseline/twa_spin_semaphore.h — TWA-Semaphore with a spinning waiting array
 // (seed 001, Listing 2), kept so the benchmark can compare it.
 //
 // Waiters within LongTermThreshold (1) of the grant spin on the grant; waiters

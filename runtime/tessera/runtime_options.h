@@ -1,0 +1,29 @@
+// tessera/runtime_options.h — how a tessera::Runtime is set up (a plain
+// aggregate, shared by the public Runtime and the engine under it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace tessera {
+
+/// How a Runtime is set up. An aggregate: `Runtime rt({.workers = 2});`.
+struct runtime_options {
+  /// Worker threads; 0 means one per core that hwloc reports.
+  unsigned workers = 0;
+  /// Pin each worker to its hardware thread (hwloc_set_cpubind). Ignored where
+  /// the topology is unknown.
+  bool pin_workers = true;
+  /// Usable stack bytes per fiber, rounded up to whole pages (minimum 16 KiB).
+  /// Pages are committed on first touch, so unused stack costs address space only.
+  std::size_t stack_size = 256 * 1024;
+  /// Put a PROT_NONE guard page below every stack, so an overflow is reported
+  /// (naming the fiber) instead of corrupting memory. Each guarded stack takes two
+  /// kernel mappings; Linux's default vm.max_map_count (65530) then caps a process
+  /// near 32,000 live fibers.
+  bool guard_pages = true;
+  /// How long an idle worker keeps looking for work before it sleeps, in µs.
+  std::chrono::microseconds idle_spin{50};
+};
+
+}  // namespace tessera

@@ -1,0 +1,179 @@
+// sched/fiber_park.cpp — the fiber path of the park façade and the context switch
+// it rests on (the park/unpark state machine of scheduler.h: the post-switch
+// CAS that closes the switch-out/unpark race lives in complete_switch).
+#include "internal.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+namespace tessera::detail {
+namespace {
+
+// ---- the fiber path of the park façade ---------------------------------------
+void fiber_park(waiter& w) {
+  // Only this fiber moves its state away from kNotified, so a plain load tells
+  // whether there is a permit to consume (and saves a locked RMW when there is none).
+  if (w.state.load(std::memory_order_relaxed) == kNotified &&
+      w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) {
+    return;
+  }
+  current_worker()->block_current(post_action::park);
+  w.state.exchange(kEmpty, std::memory_order_acquire);  // consume the permit that woke us
+}
+
+bool fiber_park_until(waiter& w, steady::time_point deadline) {
+  if (w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) return true;
+  if (steady::now() >= deadline) return false;
+  fiber_record* f = as_record(w);
+  worker* wk = current_worker();
+  f->rt->add_timer(deadline, f);
+  wk->block_current(post_action::park);
+  f->timer_seq.fetch_add(1, std::memory_order_release);  // our timer entry is now stale
+  const std::int32_t v = w.state.exchange(kEmpty, std::memory_order_acquire);
+  if (v == kNotified) {
+    f->rt->stale_timers.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // The timer fired. An entry left from an earlier wait may fire early: report
+  // that as a spurious wake-up, never as an early timeout.
+  return steady::now() < deadline;
+}
+
+void fiber_unpark(waiter& w) noexcept {
+  // acq_rel: release publishes the permit; acquire sees the record as the
+  // parking side left it (its CAS to kParked is acq_rel).
+  if (w.state.exchange(kNotified, std::memory_order_acq_rel) == kParked) {
+    fiber_record* f = as_record(w);
+    f->rt->schedule_woken(f);
+  }
+}
+
+void fiber_yield(waiter&) {
+  current_worker()->yield_current();
+}
+
+}  // namespace
+
+const park_ops fiber_park_ops{&fiber_park,  &fiber_park_until, &fiber_unpark,
+                              &fiber_yield, "fiber",           false};
+
+void destroy_fls(std::vector<fls_entry>& map) noexcept {
+  while (!map.empty()) {
+    const fls_entry e = map.back();
+    map.pop_back();
+    if (e.value != nullptr) e.destroy(e.value);
+  }
+}
+
+void worker::switch_to(fiber_record* next, post_action act) {
+  fiber_record* from = current_;
+  prev_ = from;
+  post_ = act;
+  current_ = next;
+  next->last_worker.store(this, std::memory_order_relaxed);
+  const bool to_sched = next == &sched_rec_;
+  detail::current_waiter_slot() = to_sched ? thread_waiter_ : &next->w;
+  auto& ov = sched::current_overflow_info();
+  if (to_sched) {
+    ov = {};
+  } else {
+    ov = {next->stack.map, next->stack.bottom(), next->id, next->stack.usable()};
+  }
+  sched::before_switch(from->san, next->san, act == post_action::finish);
+  const sched::transfer_t t = sched::jump_fcontext(next->ctx, this);
+  landed(t);  // on whichever worker resumed us: `this` may be stale now
+}
+
+void worker::landed(sched::transfer_t t) noexcept {
+  static_cast<worker*>(t.data)->complete_switch(t.fctx);
+}
+
+void worker::complete_switch(sched::fcontext_t from) noexcept {
+  fiber_record* p = prev_;
+  sched::after_switch(current_->san, &p->san);
+  p->ctx = from;
+  const post_action act = post_;
+  post_ = post_action::none;
+  switch (act) {
+    case post_action::none:
+      break;
+    case post_action::park: {
+      // Our registers are saved only now: only now may anyone resume `p`.
+      std::int32_t expected = kEmpty;
+      if (!p->w.state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+        push_local(p);  // an unpark or its timer came in during the switch: run again soon
+      }
+      break;
+    }
+    case post_action::yield:
+      rt.global.push(p);
+      rt.notify_work();
+      break;
+    case post_action::finish: {
+      give_stack(p->stack);
+      p->stack = {};
+#if TESSERA_TSAN
+      __tsan_destroy_fiber(p->san.tsan_fiber);
+#endif
+      p->san = {};
+      runtime_impl& r = *p->rt;
+      release_record(p);
+      r.fiber_finished();
+      break;
+    }
+  }
+}
+
+void worker::fiber_entry(sched::transfer_t t) {
+  landed(t);
+  fiber_record* self = static_cast<worker*>(t.data)->current_;
+  try {
+    self->body();
+  } catch (...) {
+    self->error = std::current_exception();
+  }
+  self->body.reset();
+  destroy_fls(self->fls);
+  if (self->error != nullptr && !self->joinable.load(std::memory_order_acquire)) {
+    report_escaped(self);
+  }
+  current_worker()->finish_current();
+}
+
+void worker::finish_current() {
+  fiber_record* me = current_;
+  me->done.store(true, std::memory_order_seq_cst);
+  if (waiter* j = me->joiner.load(std::memory_order_seq_cst)) unpark(j);
+  fiber_record* next = pick_local();
+  switch_to(next != nullptr ? next : &sched_rec_, post_action::finish);
+  std::abort();  // unreachable: a finished fiber is never resumed
+}
+
+void worker::block_current(post_action act) {
+  fiber_record* next = pick_local();
+  switch_to(next != nullptr ? next : &sched_rec_, act);
+}
+
+void worker::yield_current() {
+  fiber_record* next = pick_local();
+  if (next == nullptr) return;  // nothing else to run here: keep going
+  switch_to(next, post_action::yield);
+}
+
+void worker::report_escaped(fiber_record* f) {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(f->error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "tessera: exception escaped detached fiber #%llu: %s\n",
+               static_cast<unsigned long long>(f->id), what.c_str());
+  std::terminate();
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,101 @@
+// sched/idle.cpp — the idle protocol: spin, announce, re-check, sleep on the
+// futex (or poll the runnext slots), and the producers' side that wakes a sleeper.
+#include "internal.h"
+
+#include "tessera/detail/futex.h"
+
+namespace tessera::detail {
+
+fiber_record* worker::idle() {
+  // Other workers' runnext slots are looked at every 32nd spin (every few µs:
+  // the owner writes that line at every pick, so each look costs it a miss)
+  // and at every wake-up from sleep.
+  rt.busy.fetch_sub(1, std::memory_order_seq_cst);
+  fiber_record* f = nullptr;
+  bool spin = true;
+  while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
+    if (spin) {
+      // Spin phase: keep looking for `idle_spin`.
+      rt.spinners.fetch_add(1, std::memory_order_seq_cst);
+      const auto spin_until = steady::now() + rt.opts.idle_spin;
+      for (unsigned i = 1;; ++i) {
+        cpu_relax();
+        f = find_work((i & 31) == 0);
+        if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
+        if ((i & 15) == 0 && steady::now() >= spin_until) break;
+      }
+      rt.spinners.fetch_sub(1, std::memory_order_seq_cst);
+      if (f != nullptr) break;
+    }
+
+    // Sleep phase: announce, re-check everything, then wait on the futex.
+    sleep_word_.store(1, std::memory_order_seq_cst);
+    rt.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    f = find_work(true);
+    bool woken = true;
+    if (f == nullptr && !rt.stopping.load(std::memory_order_seq_cst)) {
+      // Deep (no poll) only while no worker is busy; see the idle protocol.
+      deep_.store(true, std::memory_order_relaxed);
+      rt.deep_sleepers.fetch_add(1, std::memory_order_seq_cst);
+      const bool poll = rt.busy.load(std::memory_order_seq_cst) != 0;
+      if (poll) {
+        rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
+        deep_.store(false, std::memory_order_relaxed);
+      }
+      rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
+      const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
+      steady::time_point deadline{steady::duration(next)};
+      bool timed = next != runtime_impl::kNoDeadline;
+      if (poll) {
+        const auto poll_at = steady::now() + (watching_ ? kRunnextStale : kRunnextPoll);
+        if (!timed || poll_at < deadline) deadline = poll_at;
+        timed = true;
+      }
+      futex_wait(&sleep_word_, std::uint32_t{1}, timed ? &deadline : nullptr);
+      if (!poll) {
+        rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
+        deep_.store(false, std::memory_order_relaxed);
+      }
+      // A waker cleared sleep_word_; after a timeout (or a spurious return)
+      // look once more without spinning.
+      woken = sleep_word_.load(std::memory_order_relaxed) == 0;
+    }
+    rt.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    sleep_word_.store(0, std::memory_order_relaxed);
+    spin = woken;
+  }
+  if (f == nullptr) return nullptr;
+  rt.busy.fetch_add(1, std::memory_order_seq_cst);
+  if (rt.deep_sleepers.load(std::memory_order_seq_cst) != 0) rt.wake_deep_sleeper();
+  return f;
+}
+
+bool worker::wake_if_sleeping() noexcept {
+  if (sleep_word_.load(std::memory_order_seq_cst) == 1 &&
+      sleep_word_.exchange(0, std::memory_order_seq_cst) == 1) {
+    futex_wake(&sleep_word_, 1);
+    return true;
+  }
+  return false;
+}
+
+void runtime_impl::notify_work() noexcept {
+  if (workers.size() < 2) return;
+  if (fenced_load(sleepers) == 0) return;
+  if (spinners.load(std::memory_order_relaxed) != 0) return;  // a spinner will find it
+  wake_one_sleeper();
+}
+
+void runtime_impl::wake_one_sleeper() noexcept {
+  for (auto& w : workers) {
+    if (w->wake_if_sleeping()) return;
+  }
+}
+
+void runtime_impl::wake_deep_sleeper() noexcept {
+  for (auto& w : workers) {
+    if (w->deep_.load(std::memory_order_acquire) && w->wake_if_sleeping()) return;
+  }
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,78 @@
+// sched/internal.h — what the scheduler's files share and nobody else sees:
+// the fiber permit states, the pick-rate constants, small helpers, and the
+// process-wide record pool. (Private to sched/; scheduler.h is the map.)
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "scheduler.h"
+
+namespace tessera::detail {
+
+using steady = std::chrono::steady_clock;
+
+// A fiber waiter's permit word (waiter::state; the scheduler.h state machine).
+constexpr std::int32_t kEmpty = 0;
+constexpr std::int32_t kNotified = 1;
+constexpr std::int32_t kParked = -1;
+constexpr std::int32_t kTimerFired = 2;
+
+// Every this many picks a worker looks at older work first (global FIFO,
+// inbox, its own oldest fiber): a pick count, not a duration.
+constexpr std::uint32_t kOlderWorkPickInterval = 64;
+constexpr std::uint32_t kRunnextLimit = 16;  // runnext picks in a row
+// Pending timers are checked against the clock at most once per this many CPU
+// timestamp ticks (about 1-4 µs at 1-4 GHz), not at every pick: reading the
+// steady clock took a fifth of a switch-heavy fiber workload (32 fibers, one
+// sleeping timer pending) on a VM.
+constexpr std::uint64_t kTimerCheckTicks = 4096;
+// A runnext slot is stolen once it has held the same fiber, with its owner
+// picking nothing, for this long. Long enough that a waker that parks soon (a
+// hand-over) or computes briefly runs the woken fiber itself, on its warm core
+// (at 5 µs and 20 µs, idle workers stole so often from a barging fiber mutex's
+// unlocker that 8-128 fibers lost 10-20 % throughput; at 50 µs nothing);
+// short enough that a fiber woken by a long computation soon runs elsewhere.
+// Go waits ~3 µs before it steals a running P's runnext.
+constexpr auto kRunnextStale = std::chrono::microseconds(50);
+// While some worker is busy, a sleeping worker looks at the runnext slots this
+// often; while it watches a full slot, once it may have gone stale.
+constexpr auto kRunnextPoll = std::chrono::milliseconds(1);
+
+constexpr std::size_t kRecordCache = 256;  // per worker, then back to the pool
+constexpr std::size_t kStackCache = 256;
+
+// A cheap, monotonic-enough timestamp for rate limiting (not for deadlines).
+inline std::uint64_t cpu_ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#else
+  return static_cast<std::uint64_t>(steady::now().time_since_epoch().count());
+#endif
+}
+
+// A seq_cst fence; ThreadSanitizer does not model fences, so there we use an
+// RMW on the variable read next, which gives the same Dekker guarantee.
+inline int fenced_load(std::atomic<int>& v) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  return v.fetch_add(0, std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return v.load(std::memory_order_relaxed);
+#endif
+}
+
+inline fiber_record* as_record(waiter& w) noexcept {
+  return static_cast<fiber_record*>(w.context);
+}
+
+/// A fresh or recycled record from the process-wide, type-stable pool (pools.cpp).
+fiber_record* new_record();
+/// Returns a batch of records to the pool and empties `batch`.
+void pool_records(std::vector<fiber_record*>& batch);
+/// Sets the worker running on the calling thread (worker.cpp).
+void set_current_worker(worker* w) noexcept;
+
+}  // namespace tessera::detail

@@ -1,0 +1,88 @@
+// sched/pools.cpp — the record and stack pools: fiber records are type-stable (recycled,
+// never freed), cached per worker; stacks come from the runtime's stack_pool
+// through a per-worker cache.
+#include "internal.h"
+
+#include <mutex>
+
+namespace tessera::detail {
+
+namespace {
+
+// Process-wide, type-stable pool of fiber records: never freed (DESIGN.md).
+struct record_pool {
+  std::mutex mu;
+  std::vector<fiber_record*> free;
+};
+record_pool& records() {
+  static auto* pool = new record_pool;  // leaked on purpose: records outlive everything
+  return *pool;
+}
+
+}  // namespace
+
+fiber_record* new_record() {
+  {
+    auto& pool = records();
+    std::lock_guard lock(pool.mu);
+    if (!pool.free.empty()) {
+      fiber_record* f = pool.free.back();
+      pool.free.pop_back();
+      return f;
+    }
+  }
+  auto* f = new fiber_record;  // never deleted: type-stable by design
+  f->w.ops = &fiber_park_ops;
+  f->w.context = f;
+  return f;
+}
+
+void pool_records(std::vector<fiber_record*>& batch) {
+  auto& pool = records();
+  std::lock_guard lock(pool.mu);
+  pool.free.insert(pool.free.end(), batch.begin(), batch.end());
+  batch.clear();
+}
+
+fiber_record* worker::take_record() {
+  if (record_cache_.empty()) return new_record();
+  fiber_record* f = record_cache_.back();
+  record_cache_.pop_back();
+  return f;
+}
+
+void worker::recycle(fiber_record* f) noexcept {
+  if (record_cache_.size() >= kRecordCache) pool_records(record_cache_);
+  record_cache_.push_back(f);
+}
+
+sched::stack_mem worker::take_stack() {
+  if (stack_cache_.empty()) rt.stacks.take_batch(stack_cache_, 32);
+  if (stack_cache_.empty()) return rt.stacks.take();
+  const sched::stack_mem s = stack_cache_.back();
+  stack_cache_.pop_back();
+  return s;
+}
+
+void worker::give_stack(sched::stack_mem s) noexcept {
+  if (stack_cache_.size() >= kStackCache) {
+    for (std::size_t i = 0; i < kStackCache / 2; ++i) {
+      rt.stacks.give(stack_cache_.back());
+      stack_cache_.pop_back();
+    }
+  }
+  stack_cache_.push_back(s);
+}
+
+// ---- records shared with the public face -------------------------------------------
+void release_record(fiber_record* f) noexcept {
+  if (f->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (worker* w = current_worker()) {
+    w->recycle(f);
+  } else {
+    std::vector<fiber_record*> one{f};
+    pool_records(one);
+  }
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,131 @@
+// sched/runtime_impl.cpp — the engine's lifetime: options checked, workers built and
+// started, fibers initialised and spawned, and run_root's drain and teardown.
+#include "internal.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera::detail {
+
+// ---- runtime_impl --------------------------------------------------------------------
+runtime_impl::runtime_impl(const runtime_options& o)
+    : opts(o), stacks(o.stack_size, o.guard_pages) {
+  if (opts.workers > 4096) {
+    throw std::invalid_argument("tessera::Runtime: workers = " + std::to_string(opts.workers) +
+                                " exceeds the limit of 4096");
+  }
+  if (opts.stack_size > (std::size_t{1} << 30)) {
+    throw std::invalid_argument(
+        "tessera::Runtime: stack_size = " + std::to_string(opts.stack_size) +
+        " bytes exceeds the limit of 1 GiB");
+  }
+  if (opts.idle_spin.count() < 0) {
+    throw std::invalid_argument("tessera::Runtime: idle_spin must not be negative");
+  }
+  if (opts.workers == 0) opts.workers = topo.cores();
+  topo.plan(opts.workers);
+  if (opts.guard_pages) sched::install_overflow_handler();
+}
+
+runtime_impl::~runtime_impl() = default;
+
+void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body,
+                              bool is_joinable, worker* home) {
+  f->stack = stack;
+#if TESSERA_ASAN
+  // A pooled stack may carry poison from frames its previous fiber left by an
+  // exception or by switching away for good: start clean.
+  ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.usable());
+#endif
+  f->ctx = sched::make_fcontext(stack.top(), stack.usable(), &worker::fiber_entry);
+  f->san = {};
+  f->san.stack_bottom = stack.bottom();
+  f->san.stack_size = stack.usable();
+#if TESSERA_TSAN
+  f->san.tsan_fiber = __tsan_create_fiber(0);
+#endif
+  f->rt = this;
+  f->id = next_id.fetch_add(1, std::memory_order_relaxed);
+  f->body = std::move(body);
+  f->joinable.store(is_joinable, std::memory_order_relaxed);
+  f->refs.store(is_joinable ? 2 : 1, std::memory_order_relaxed);
+  f->done.store(false, std::memory_order_relaxed);
+  f->joiner.store(nullptr, std::memory_order_relaxed);
+  f->error = nullptr;
+  f->link = nullptr;
+  f->last_worker.store(home, std::memory_order_relaxed);
+  f->w.state.store(kEmpty, std::memory_order_relaxed);
+  live.fetch_add(1, std::memory_order_relaxed);
+  fibers_started.fetch_add(1, std::memory_order_relaxed);
+}
+
+fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) {
+  fiber_record* f = w.take_record();
+  sched::stack_mem stack;
+  try {
+    stack = w.take_stack();
+  } catch (...) {
+    w.recycle(f);
+    throw;
+  }
+  init_fiber(f, stack, std::move(body), is_joinable, &w);
+  w.push_local(f);
+  return f;
+}
+
+void runtime_impl::fiber_finished() noexcept {
+  if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    all_done.store(true, std::memory_order_release);
+    unpark(run_waiter);
+  }
+}
+
+void runtime_impl::run_root(fiber_task root) {
+  if (running.exchange(true, std::memory_order_acq_rel)) {
+    throw std::logic_error(
+        "tessera::Runtime::run: this Runtime is already running (run() is not reentrant: "
+        "start more fibers inside the root function instead)");
+  }
+  struct reset_running {
+    std::atomic<bool>& flag;
+    ~reset_running() { flag.store(false, std::memory_order_release); }
+  } guard{running};
+
+  stopping.store(false, std::memory_order_relaxed);
+  all_done.store(false, std::memory_order_relaxed);
+  live.store(0, std::memory_order_relaxed);
+  timers.clear();
+  next_deadline.store(kNoDeadline, std::memory_order_relaxed);
+  run_waiter = self();
+  workers.clear();
+  for (unsigned i = 0; i < opts.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));
+
+  fiber_record* f = new_record();
+  try {
+    init_fiber(f, stacks.take(), std::move(root), true, workers.front().get());
+  } catch (...) {
+    std::vector<fiber_record*> one{f};
+    pool_records(one);
+    workers.clear();
+    throw;
+  }
+  global.push(f);
+  busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
+  deep_sleepers.store(0, std::memory_order_relaxed);
+  for (auto& w : workers) w->start();
+
+  while (!all_done.load(std::memory_order_acquire)) park();
+
+  stopping.store(true, std::memory_order_seq_cst);
+  for (auto& w : workers) w->wake_if_sleeping();
+  for (auto& w : workers) w->join();
+  while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
+  workers.clear();
+
+  std::exception_ptr error = std::move(f->error);
+  f->error = nullptr;
+  release_record(f);
+  if (error != nullptr) std::rethrow_exception(error);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,210 @@
+// sched/worker.cpp — the worker loop and stealing: pick order, runnext, the
+// inbox, the deques, stale-runnext steals, and where a woken fiber goes.
+#include "internal.h"
+
+#include <optional>
+#include <thread>
+
+namespace tessera::detail {
+
+namespace {
+constinit thread_local worker* tls_worker = nullptr;
+}  // namespace
+
+void set_current_worker(worker* w) noexcept { tls_worker = w; }
+
+// Not inlined, not analysed: a fiber may migrate between workers across any
+// park, so the TLS read must happen afresh at every call.
+[[gnu::noipa]] worker* current_worker() noexcept {
+  return tls_worker;
+}
+
+// ---- worker --------------------------------------------------------------------
+worker::worker(runtime_impl& r, unsigned i)
+    : rt(r), index(i), sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
+  fired_.reserve(16);
+}
+
+worker::~worker() {
+  rt.stacks.give_batch(stack_cache_);
+  pool_records(record_cache_);
+}
+
+void worker::start() {
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void worker::thread_main() {
+  set_current_worker(this);
+  thread_waiter_ = detail::thread_waiter();
+  detail::current_waiter_slot() = thread_waiter_;
+  if (rt.opts.pin_workers) rt.topo.pin_current_thread(index);
+  sched::alt_signal_stack alt;
+#if TESSERA_TSAN
+  sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
+#endif
+  for (;;) {
+    fiber_record* f = find_work(false);
+    if (f == nullptr) {
+      if (rt.stopping.load(std::memory_order_acquire)) break;
+      f = idle();
+      if (f == nullptr) break;  // the Runtime stops
+    }
+    switch_to(f, post_action::none);
+  }
+  set_current_worker(nullptr);
+}
+
+fiber_record* worker::find_work(bool look_at_runnext) {
+  fiber_record* f = pick_local();
+  if (f == nullptr) f = steal();
+  if (f == nullptr && look_at_runnext) f = steal_stale_runnext();
+  return f;
+}
+
+fiber_record* worker::drain_inbox() {
+  fiber_record* list = inbox_.take_all();
+  if (list == nullptr) return nullptr;
+  fiber_record* first = list;
+  for (fiber_record* f = first->link; f != nullptr;) {
+    fiber_record* next = f->link;
+    push_local(f);
+    f = next;
+  }
+  return first;
+}
+
+fiber_record* worker::pick_local() {
+  const std::uint32_t tick = tick_.load(std::memory_order_relaxed) + 1;
+  tick_.store(tick, std::memory_order_relaxed);  // thieves read it: see steal_stale_runnext()
+  if (rt.next_deadline.load(std::memory_order_relaxed) != runtime_impl::kNoDeadline) {
+    const std::uint64_t t = cpu_ticks();
+    if (t - timers_checked_at_ >= kTimerCheckTicks) {
+      timers_checked_at_ = t;
+      rt.fire_timers(*this);
+    }
+  }
+  if (tick % kOlderWorkPickInterval == 0) {
+    if (fiber_record* f = rt.global.pop()) return f;
+    if (fiber_record* f = drain_inbox()) return f;
+    if (fiber_record* f = deque_.steal()) return f;  // our own oldest
+  }
+  if (runnext_streak_ < kRunnextLimit) {
+    if (fiber_record* f = take_runnext()) {
+      ++runnext_streak_;
+      return f;
+    }
+  }
+  runnext_streak_ = 0;
+  if (fiber_record* f = deque_.take()) return f;
+  if (fiber_record* f = drain_inbox()) return f;
+  if (fiber_record* f = rt.global.pop()) return f;
+  return take_runnext();
+}
+
+fiber_record* worker::take_runnext() noexcept {
+  // A plain load first: an empty slot (only we fill it) costs no RMW; so does
+  // a full one on a lone worker, which has no thieves.
+  fiber_record* f = runnext_.load(std::memory_order_relaxed);
+  if (f == nullptr) return nullptr;
+  if (steal_order_.empty()) {
+    runnext_.store(nullptr, std::memory_order_relaxed);
+    return f;
+  }
+  return runnext_.exchange(nullptr, std::memory_order_acquire);  // a thief may beat us to it
+}
+
+fiber_record* worker::steal() {
+  for (unsigned v : steal_order_) {
+    if (fiber_record* f = rt.workers[v]->deque_.steal()) {
+      rt.steals.fetch_add(1, std::memory_order_relaxed);
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+// A slot is stale when two looks at least kRunnextStale apart saw the same
+// fiber in it and the same owner tick_: the owner has picked nothing since, so
+// its current fiber woke this one and ran on instead of parking. (If the fiber
+// left the slot and came back meanwhile, taking it is still just a steal.)
+fiber_record* worker::steal_stale_runnext() {
+  std::optional<steady::time_point> now;
+  watching_ = false;
+  for (unsigned v : steal_order_) {
+    worker& victim = *rt.workers[v];
+    runnext_sighting& seen = sightings_[v];
+    fiber_record* f = victim.runnext_.load(std::memory_order_acquire);
+    if (f == nullptr) {
+      seen.fiber = nullptr;
+      continue;
+    }
+    if (!now) now = steady::now();
+    const std::uint32_t tick = victim.tick_.load(std::memory_order_relaxed);
+    if (f != seen.fiber || tick != seen.tick) {
+      seen = {f, tick, *now};
+      watching_ = true;
+      continue;
+    }
+    if (*now - seen.since < kRunnextStale) {
+      watching_ = true;
+      continue;
+    }
+    seen.fiber = nullptr;
+    if (victim.runnext_.compare_exchange_strong(f, nullptr, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed)) {
+      rt.steals.fetch_add(1, std::memory_order_relaxed);
+      rt.runnext_steals.fetch_add(1, std::memory_order_relaxed);
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+void worker::push_local(fiber_record* f) {
+  if (!deque_.push(f)) rt.global.push(f);
+  rt.notify_work();
+}
+
+void worker::make_runnext(fiber_record* f) {
+  // Only this worker fills the slot, so an empty slot stays empty until we
+  // store: no RMW. A full one may be emptied by a thief at any moment.
+  if (runnext_.load(std::memory_order_relaxed) == nullptr) {
+    runnext_.store(f, std::memory_order_release);
+  } else if (fiber_record* old = runnext_.exchange(f, std::memory_order_acq_rel)) {
+    push_local(old);
+  }
+}
+
+void worker::push_inbox(fiber_record* f) {
+  inbox_.push(f);
+  rt.remote_wakeups.fetch_add(1, std::memory_order_relaxed);
+  if (!wake_if_sleeping()) rt.notify_work();
+}
+
+void runtime_impl::schedule_woken(fiber_record* f) noexcept {
+  worker* cur = current_worker();
+  if (cur != nullptr && &cur->rt == this) {
+    if (cur->on_fiber()) {
+      cur->make_runnext(f);  // LIFO slot: runs when the waker parks
+    } else {
+      cur->push_local(f);
+    }
+    return;
+  }
+  // A remote waker is not a fiber of this Runtime, so nothing stops the woken
+  // fiber from finishing the run — and run_root() from destroying the workers —
+  // while we are still inside push_inbox(). run_root() waits for this count to
+  // drop to zero before it tears the workers down.
+  remote_inflight.fetch_add(1, std::memory_order_seq_cst);
+  worker* home = f->last_worker.load(std::memory_order_relaxed);
+  if (home == nullptr) home = workers.front().get();
+  home->push_inbox(f);
+  remote_inflight.fetch_sub(1, std::memory_order_release);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,146 @@
+// counting_semaphore's admission::barging core (tessera/detail/barging_semaphore.h):
+// a ticketless box office with the mutexes' rate-limited fair hand-off.
+#include "tessera/semaphore.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "semaphore_errors.h"
+
+namespace tessera::detail {
+
+
+// Why a count the semaphore type allows is refused by the barging core.
+constexpr const char* kBargingCap = " (barging admission holds at most 2^62-1)";
+
+struct barging_semaphore::node : park_node {
+  std::chrono::steady_clock::time_point since;  // first queued in this acquire
+};
+
+barging_semaphore::barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max) {
+  if (desired < 0 || desired > limit(max)) {
+    throw_bad_initial(desired, max, desired > kMaxCount ? kBargingCap : "");
+  }
+  state_.store(static_cast<std::uint64_t>(desired) * kOne, std::memory_order_relaxed);
+}
+
+barging_semaphore::~barging_semaphore() {
+#if TESSERA_CHECKS
+  if (!queue_.empty()) destroyed_with_waiters();
+#endif
+}
+
+void barging_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const {
+  throw_bad_update(update, max);
+}
+
+void barging_semaphore::exceeds_max(std::uint64_t n, std::uint64_t count,
+                                    std::ptrdiff_t max) const {
+  throw_past_max(n, static_cast<std::int64_t>(count), max, max > kMaxCount ? kBargingCap : "");
+}
+
+std::ptrdiff_t barging_semaphore::waiting() const noexcept {
+  queue_lock_.lock();
+  const std::size_t k = queue_.size();
+  queue_lock_.unlock();
+  return static_cast<std::ptrdiff_t>(k);
+}
+
+bool barging_semaphore::barge() noexcept {
+  std::uint64_t left;
+  if (!take(left)) return false;
+  // Permits left, waiters queued, none woken (a release(n) whose first woken
+  // waiter we are, or newcomers took the rest): wake the next.
+  if (left >= kOne && (left & (kQueued | kWoken)) == kQueued) settle(0, kMaxCount, false);
+  return true;
+}
+
+bool barging_semaphore::acquire_slow(const std::chrono::steady_clock::time_point* deadline) {
+  const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
+  const int got = barge_or_queue(
+      deadline, spin_budget, [this] { return barge(); },
+      [&](std::chrono::steady_clock::time_point since, bool requeue) {
+        node n;
+        n.who = self();
+        n.since = since;
+        // A waiter woken to compete that lost goes back to its place by age (the
+        // queue stays oldest first: settle may have woken it from behind an
+        // older waiter it leaves queued for the next hand-off).
+        auto link = [requeue, &n](park_list& list, park_node&) {
+          if (!requeue) return list.push_back(n);
+          park_node* pos = list.front();
+          while (pos != nullptr && static_cast<node*>(pos)->since <= n.since) pos = pos->next;
+          list.insert_before(pos, n);
+        };
+        const int given = queue_while(
+            state_, [](std::uint64_t s) { return s < kOne; }, kQueued, queue_lock_, queue_, n, link,
+            deadline);
+        // Woken to compete: from now on a release may wake another (if we lose,
+        // we re-queue and the next release wakes the oldest again).
+        if (given == 1) state_.fetch_and(~kWoken, std::memory_order_relaxed);
+        return given;
+      });
+  return got != 0;
+}
+
+void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_hand_off) {
+  waiter* wake[kWakeBatch + 1];
+  unsigned woken = 0;
+  queue_lock_.lock();
+  auto* oldest = static_cast<node*>(queue_.front());
+  // Without a permit of its own to hand over (a chain wake), a due waiter is
+  // held back as by the rate limit.
+  const fairness fair = oldest != nullptr ? fair_handoff(*oldest, oldest->since, next_fair_,
+                                                         handoff_after, may_hand_off && n > 0)
+                                          : fairness::not_due;
+  // One permit straight to a waiter that has waited past the fairness timer.
+  const bool hand_off = fair == fairness::hand_off;
+  // Due, but the last hand-off was too recent: leave it queued at the front for
+  // the next one rather than wake it to compete. Woken, it would be away from
+  // the queue whenever a hand-off came round, and a pair of fibers handing the
+  // permit to each other on one worker kept a third from it for good
+  // (Barging.EveryParticipantProgresses..., fibers1w). Wake the next instead.
+  const bool oldest_stays = fair == fairness::held_back && oldest->next != nullptr;
+  // The queue cannot change under its lock: those to wake start here.
+  park_node* const first = hand_off || oldest_stays ? oldest->next : queue_.front();
+  const std::uint64_t add = hand_off ? n - 1 : n;
+  std::uint64_t s = state_.load(std::memory_order_relaxed);
+  unsigned to_wake = 0;
+  for (;;) {
+    const std::uint64_t count = s >> 2;
+    if (static_cast<std::ptrdiff_t>(count) > limit(max) - static_cast<std::ptrdiff_t>(add)) {
+      queue_lock_.unlock();
+      exceeds_max(n, count, max);
+    }
+    // Only WOKEN and the count change meanwhile. Wake as many as permits will
+    // be free, unless a wake-up is in flight.
+    // `rest`: the first waiter left queued behind those woken.
+    to_wake = 0;
+    const park_node* rest = first;
+    if ((s & kWoken) == 0) {
+      for (; rest != nullptr && to_wake < kWakeBatch && to_wake < count + add; rest = rest->next) {
+        ++to_wake;
+      }
+    }
+    std::uint64_t next = s + add * kOne;
+    if (to_wake > 0) next |= kWoken;
+    if (rest == nullptr && !oldest_stays) next &= ~kQueued;
+    if (state_.compare_exchange_weak(s, next, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      break;
+    }
+  }
+  // Take and mark under the lock, so a timed-out waiter that finds itself
+  // unmarked under it knows it is still queued.
+  park_node* next_up = first;
+  if (hand_off) wake[woken++] = queue_.take(*oldest, 2);
+  for (unsigned i = 0; i < to_wake; ++i) {
+    park_node* w = next_up;
+    next_up = w->next;
+    wake[woken++] = queue_.take(*w, 1);
+  }
+  queue_lock_.unlock();
+  for (unsigned i = 0; i < woken; ++i) unpark(wake[i]);
+}
+
+}  // namespace tessera::detail
