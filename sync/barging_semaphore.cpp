@@ -57,7 +57,7 @@ bool barging_semaphore::barge() noexcept {
 
 bool barging_semaphore::acquire_slow(const std::chrono::steady_clock::time_point* deadline) {
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
-  const int got = barge_or_queue(
+  const acquire_result got = barge_or_queue(
       deadline, spin_budget, [this] { return barge(); },
       [&](std::chrono::steady_clock::time_point since, bool requeue) {
         node n;
@@ -72,15 +72,15 @@ bool barging_semaphore::acquire_slow(const std::chrono::steady_clock::time_point
           while (pos != nullptr && static_cast<node*>(pos)->since <= n.since) pos = pos->next;
           list.insert_before(pos, n);
         };
-        const int given = queue_while(
+        const park_mark given = queue_while(
             state_, [](std::uint64_t s) { return s < kOne; }, kQueued, queue_lock_, queue_, n, link,
             deadline);
         // Woken to compete: from now on a release may wake another (if we lose,
         // we re-queue and the next release wakes the oldest again).
-        if (given == 1) state_.fetch_and(~kWoken, std::memory_order_relaxed);
+        if (given == park_mark::woken) state_.fetch_and(~kWoken, std::memory_order_relaxed);
         return given;
       });
-  return got != 0;
+  return got != acquire_result::timed_out;
 }
 
 void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_hand_off) {
@@ -133,11 +133,11 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
   // Take and mark under the lock, so a timed-out waiter that finds itself
   // unmarked under it knows it is still queued.
   park_node* next_up = first;
-  if (hand_off) wake[woken++] = queue_.take(*oldest, 2);
+  if (hand_off) wake[woken++] = queue_.take(*oldest, park_mark::handed);
   for (unsigned i = 0; i < to_wake; ++i) {
     park_node* w = next_up;
     next_up = w->next;
-    wake[woken++] = queue_.take(*w, 1);
+    wake[woken++] = queue_.take(*w, park_mark::woken);
   }
   queue_lock_.unlock();
   for (unsigned i = 0; i < woken; ++i) unpark(wake[i]);

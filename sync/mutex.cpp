@@ -45,7 +45,7 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
     if (token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
     return true;
   };
-  const int got = barge_or_queue(
+  const acquire_result got = barge_or_queue(
       deadline, os_thread ? kSpinBudget : 0, barge, [&](steady::time_point since, bool requeue) {
         node n;
         n.who = self();
@@ -56,28 +56,32 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
           retry = steady::now() + kRetryAfter;
           if (deadline == nullptr || retry < *deadline) until = &retry;
         }
-        const int given =
+        const park_mark given =
             queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, until);
-        if (given == 1) {
+        if (given == park_mark::woken) {
           if (os_thread) {
             token = true;
           } else {
             state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
           }
-          return 1;
+          return park_mark::woken;
         }
         // A waiter woken just as it timed out takes what it was given.
-        if (given == 2 || given == -1) {
-          if (given == 2 && token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
+        if (given == park_mark::handed || given == park_mark::not_queued) {
+          if (given == park_mark::handed && token) {
+            state_.fetch_and(~kWoken, std::memory_order_relaxed);
+          }
           return given;
         }
-        // given == 0: our own retry timer, or the caller's deadline.
-        if (until == &retry && (deadline == nullptr || steady::now() < *deadline)) return 1;
-        return 0;
+        // park_mark::none: our own retry timer, or the caller's deadline.
+        if (until == &retry && (deadline == nullptr || steady::now() < *deadline)) {
+          return park_mark::woken;
+        }
+        return park_mark::none;
       });
-  if (got == 2) note_owner();  // handed over: LOCKED is ours (a barge noted itself)
-  if (got == 0 && token) return give_up_token();
-  return got != 0;
+  if (got == acquire_result::handed) note_owner();  // handed over: LOCKED is ours (a barge noted itself)
+  if (got == acquire_result::timed_out && token) return give_up_token();
+  return got != acquire_result::timed_out;
 }
 
 bool mutex_core::give_up_token() noexcept {
@@ -134,7 +138,7 @@ void mutex_core::unlock_slow() {
       !state_.compare_exchange_weak(s, next, std::memory_order_release, std::memory_order_relaxed));
   // Dequeue and mark under the queue lock, so a timed-out waiter that finds
   // woken == 0 under the lock knows it is still queued.
-  waiter* who = park_list::mark(*n, handoff ? 2 : 1);
+  waiter* who = park_list::mark(*n, handoff ? park_mark::handed : park_mark::woken);
   unlock_queue();
   unpark(who);
 }

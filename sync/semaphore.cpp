@@ -233,7 +233,9 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
   clock::time_point head_since{};
   std::uint64_t grant_then = 0;
   for (;;) {
-    if (n.woken.load(std::memory_order_acquire) != 0) return {lobby_exit::admitted, 0};
+    if (n.woken.load(std::memory_order_acquire) != park_mark::none) {
+      return {lobby_exit::admitted, 0};
+    }
     // Only the oldest member keeps a fairness timer; whoever takes the oldest
     // out unparks the next, which starts its own (front() is a lock-free hint).
     if (!head && lobby_list_.front() == &n) {
@@ -264,7 +266,7 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
     // Leave the lobby: the deadline passed, or the queue moved on without us
     // for `fairness` while we were oldest.
     lobby_lock_.lock();
-    if (n.woken.load(std::memory_order_acquire) != 0) {  // admitted meanwhile
+    if (n.woken.load(std::memory_order_acquire) != park_mark::none) {  // admitted meanwhile
       lobby_lock_.unlock();
       return {lobby_exit::admitted, 0};
     }
@@ -325,7 +327,7 @@ void twa_semaphore::admit_from_lobby() noexcept {
       if (oldest == nullptr) break;
       leave_lobby(*oldest);
       entering_.fetch_add(1, std::memory_order_seq_cst);
-      admitted[k++] = park_list::mark(*oldest, 1);
+      admitted[k++] = park_list::mark(*oldest, park_mark::woken);
     }
     waiter* next_who = k > 0 ? lobby_oldest() : nullptr;  // the new oldest
     lobby_lock_.unlock();

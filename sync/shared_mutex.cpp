@@ -139,9 +139,9 @@ bool shared_timed_mutex::try_lock() {
 }
 
 // Barge, spin, queue behind the writer: detail::barge_or_queue, with this
-// lock's queueing step. Returns 1 barged in, 2 handed over, 0 timed out.
+// lock's queueing step.
 template <class TryBarge>
-int shared_timed_mutex::wait_in_queue(bool shared, const steady::time_point* deadline,
+detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, const steady::time_point* deadline,
                                       TryBarge&& barge) {
   return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
                                 [&](steady::time_point since, bool requeue) {
@@ -156,12 +156,15 @@ int shared_timed_mutex::wait_in_queue(bool shared, const steady::time_point* dea
 
 bool shared_timed_mutex::acquire(const steady::time_point* deadline) {
   // Barged in or handed WRITER: either way, wait for the readers inside.
-  return wait_in_queue(false, deadline, [this] { return take_writer(); }) != 0 && drain(deadline);
+  return wait_in_queue(false, deadline, [this] { return take_writer(); }) !=
+             detail::acquire_result::timed_out &&
+         drain(deadline);
 }
 
 bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
   // Handed over: counted in by the writer that handed over.
-  return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) != 0;
+  return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) !=
+         detail::acquire_result::timed_out;
 }
 
 bool shared_timed_mutex::drain(const steady::time_point* deadline) {
@@ -215,7 +218,7 @@ void shared_timed_mutex::unlock_slow() {
   }
   // Rate-limited fairness, as tessera::mutex.
   const bool handoff = detail::fair_handoff_due(*head, head->since, next_fair_, handoff_after);
-  const int mark = handoff ? 2 : 1;
+  const detail::park_mark mark = handoff ? detail::park_mark::handed : detail::park_mark::woken;
   // Whom to wake: a writer at the head alone; otherwise every queued reader,
   // and the first queued writer too, to compete (readers never call unlock_slow:
   // once WRITER clears, a writer left queued would have nobody to wake it).
@@ -259,7 +262,9 @@ void shared_timed_mutex::unlock_slow() {
     woken.unlink(*p);
     unpark(detail::park_list::mark(*p, mark));
   }
-  if (first_writer != nullptr) unpark(detail::park_list::mark(*first_writer, 1));
+  if (first_writer != nullptr) {
+    unpark(detail::park_list::mark(*first_writer, detail::park_mark::woken));
+  }
   lock_.unlock();
 }
 

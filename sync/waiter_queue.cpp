@@ -5,15 +5,15 @@
 
 namespace tessera::detail {
 
-void waiter_queue::push(node& n) noexcept {
+void waiter_queue::push(keyed_park_node& n) noexcept {
   lock();
   list_.push_back(n);
   unlock();
 }
 
-bool waiter_queue::remove(node& n) noexcept {
+bool waiter_queue::remove(keyed_park_node& n) noexcept {
   lock();
-  const bool queued = n.woken.load(std::memory_order_relaxed) == 0;
+  const bool queued = n.woken.load(std::memory_order_relaxed) == park_mark::none;
   if (queued) list_.unlink(n);
   unlock();
   return queued;
@@ -21,9 +21,9 @@ bool waiter_queue::remove(node& n) noexcept {
 
 bool waiter_queue::wake_one(const void* key) noexcept {
   lock();
-  auto* n = static_cast<node*>(list_.front());
-  while (n != nullptr && key != nullptr && n->key != key) n = static_cast<node*>(n->next);
-  waiter* who = n != nullptr ? list_.take(*n, 1) : nullptr;
+  auto* n = static_cast<keyed_park_node*>(list_.front());
+  while (n != nullptr && key != nullptr && n->key != key) n = static_cast<keyed_park_node*>(n->next);
+  waiter* who = n != nullptr ? list_.take(*n, park_mark::woken) : nullptr;
   unlock();
   unpark(who);  // null is ignored
   return who != nullptr;
@@ -35,10 +35,10 @@ int waiter_queue::wake_all(const void* key) noexcept {
   std::vector<waiter*> more;
   int count = 0;
   lock();
-  for (auto* n = static_cast<node*>(list_.front()); n != nullptr;) {
-    auto* next = static_cast<node*>(n->next);
+  for (auto* n = static_cast<keyed_park_node*>(list_.front()); n != nullptr;) {
+    auto* next = static_cast<keyed_park_node*>(n->next);
     if (key == nullptr || n->key == key) {
-      waiter* who = list_.take(*n, 1);
+      waiter* who = list_.take(*n, park_mark::woken);
       if (count < 16) {
         local[count] = who;
       } else {
@@ -58,17 +58,17 @@ int waiter_queue::wake_all(const void* key) noexcept {
   return count;
 }
 
-bool waiter_queue::await(node& n, const std::chrono::steady_clock::time_point* deadline) {
+bool waiter_queue::await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline) {
   // Woken just as it timed out: the notification is ours, keep it.
-  return await_taken(n, deadline, lock_, list_, [] {}) != 0;
+  return await_taken(n, deadline, lock_, list_, [] {}) != park_mark::none;
 }
 
-bool waiter_queue::await(node& n, const std::chrono::steady_clock::time_point* deadline,
+bool waiter_queue::await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline,
                          const std::stop_token& stop) {
   // The stop flag is set before the callbacks run, and the callback's unpark
   // leaves a permit: a request landing after the check makes park() return.
   return await_taken(
-             n, deadline, lock_, list_, [] {}, [&stop] { return stop.stop_requested(); }) != 0;
+             n, deadline, lock_, list_, [] {}, [&stop] { return stop.stop_requested(); }) != park_mark::none;
 }
 
 }  // namespace tessera::detail

@@ -248,8 +248,10 @@ class channel {
 
  private:
   // park_node marks: what a parked caller was given.
-  static constexpr int kDone = 1;    // value taken (sender) / delivered (receiver)
-  static constexpr int kClosed = 2;  // close() woke it: nothing happened
+  // park_mark::handed: value taken (sender) / delivered (receiver);
+  // park_mark::closed: close() woke it, nothing happened.
+  static constexpr detail::park_mark kDone = detail::park_mark::handed;
+  static constexpr detail::park_mark kClosed = detail::park_mark::closed;
   struct send_node : detail::park_node {
     T* value = nullptr;
   };
@@ -356,7 +358,7 @@ class channel {
     return n;
   }
 
-  static channel_status outcome(int mark) noexcept {
+  static channel_status outcome(detail::park_mark mark) noexcept {
     return mark == kDone     ? channel_status::success
            : mark == kClosed ? channel_status::closed
                              : channel_status::timeout;

@@ -55,7 +55,7 @@ class cv_core {
 
   template <class Lock>
   cv_status wait(Lock& lock, const std::chrono::steady_clock::time_point* deadline) {
-    waiter_queue::node n;
+    keyed_park_node n;
     n.who = self();
     queue_.push(n);
     lock.unlock();
@@ -77,7 +77,7 @@ class cv_core {
   template <class Lock>
   bool wait(Lock& lock, const std::stop_token& stop,
             const std::chrono::steady_clock::time_point* deadline) {
-    waiter_queue::node n;
+    keyed_park_node n;
     n.who = self();
     queue_.push(n);
     bool woken;
@@ -297,7 +297,7 @@ class condition_variable_atomic {
   bool wait_step(const std::atomic<T>& object, Predicate& pred, std::memory_order order,
                  const std::chrono::steady_clock::time_point* deadline) {
     if (pred(object.load(order))) return true;
-    detail::waiter_queue::node n;
+    detail::keyed_park_node n;
     n.who = self();
     n.key = &object;
     core_.queue().push(n);

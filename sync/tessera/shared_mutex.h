@@ -299,7 +299,7 @@ class shared_timed_mutex {
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
   template <class TryBarge>
-  int wait_in_queue(bool shared, const std::chrono::steady_clock::time_point* deadline,
+  detail::acquire_result wait_in_queue(bool shared, const std::chrono::steady_clock::time_point* deadline,
                     TryBarge&& barge);
   bool drain(const std::chrono::steady_clock::time_point* deadline);
   std::int64_t readers_inside() const noexcept;

@@ -7,20 +7,31 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "tessera/detail/cpu.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
 
-/// One parked caller, on its own stack. `woken` is 0 while the node is on a
-/// list; whoever takes it off stores a non-zero value saying what it was given.
+/// What a parked caller was given when it was taken off its list (the mark
+/// park_list::mark stores in park_node::woken), and what await_taken reports.
+enum class park_mark : int {
+  none = 0,     ///< not taken: still queued, or (await_taken) left the list at the deadline
+  woken = 1,    ///< woken to compete again (a barging lock), notified, or admitted
+  handed = 2,   ///< given what it waited for: the lock, a permit, a channel value
+  closed = 3,   ///< the channel closed under it: nothing happened
+  not_queued = -1,  ///< queue_while only: the wait condition cleared before it could queue
+};
+
+/// One parked caller, on its own stack. `woken` is park_mark::none while the
+/// node is on a list; whoever takes it off stores what it was given.
 /// Owners derive from it to carry their own fields.
 struct park_node {
   waiter* who = nullptr;
   park_node* next = nullptr;
   park_node* prev = nullptr;
-  std::atomic<int> woken{0};
+  std::atomic<park_mark> woken{park_mark::none};
 };
 
 /// A doubly linked FIFO of park_nodes. Not synchronized: the owner guards it
@@ -84,15 +95,16 @@ class park_list {
     }
   }
 
-  /// Marks an unlinked node with `how` (non-zero) and returns whom to unpark.
-  /// The node may die as soon as the store lands: read everything else first.
-  static waiter* mark(park_node& n, int how) noexcept {
+  /// Marks an unlinked node with `how` (not park_mark::none) and returns whom
+  /// to unpark. The node may die as soon as the store lands: read everything
+  /// else first.
+  static waiter* mark(park_node& n, park_mark how) noexcept {
     waiter* who = n.who;
     n.woken.store(how, std::memory_order_release);
     return who;
   }
   /// unlink + mark.
-  waiter* take(park_node& n, int how) noexcept {
+  waiter* take(park_node& n, park_mark how) noexcept {
     unlink(n);
     return mark(n, how);
   }
@@ -111,12 +123,13 @@ struct never_give_up {
 /// deadline, once it passes — or as soon as `give_up()` holds (checked before
 /// every park; whoever makes it true must unpark the waiter) — under `lock`, if
 /// `n` is still on `list` it leaves it, runs `on_left()` (still under the lock)
-/// and 0 is returned; a node taken just as it left returns what it was given.
+/// and park_mark::none is returned; a node taken just as it left returns what
+/// it was given.
 template <class Lock, class OnLeft, class GiveUp = never_give_up>
-int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline, Lock& lock,
+park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline, Lock& lock,
                 park_list& list, OnLeft&& on_left, GiveUp give_up = {}) {
   for (;;) {
-    if (const int v = n.woken.load(std::memory_order_acquire); v != 0) return v;
+    if (const park_mark v = n.woken.load(std::memory_order_acquire); v != park_mark::none) return v;
     if (!give_up()) {
       if (deadline == nullptr) {
         park();
@@ -125,8 +138,8 @@ int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadl
       if (park_until(*deadline)) continue;
     }
     lock.lock();
-    const int v = n.woken.load(std::memory_order_acquire);
-    if (v == 0) {
+    const park_mark v = n.woken.load(std::memory_order_acquire);
+    if (v == park_mark::none) {
       list.unlink(n);
       on_left();
     }
@@ -140,10 +153,11 @@ int await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadl
 /// `queued` (only while `blocked` holds, so whoever unblocks is sure to see it)
 /// and links `n` with `link(list, n)`, then parks until `n` is taken
 /// (await_taken; a waiter that leaves on timeout clears `queued` once the list
-/// is empty). Returns the mark, 0 after a timeout, or -1 at once if `blocked`
-/// stopped holding before `n` could be queued (the caller tries again).
+/// is empty). Returns the mark, park_mark::none after a timeout, or
+/// park_mark::not_queued at once if `blocked` stopped holding before `n` could
+/// be queued (the caller tries again).
 template <class Word, class Blocked, class Link, class Lock>
-int queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& lock,
+park_mark queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& lock,
                 park_list& list, park_node& n, Link&& link,
                 const std::chrono::steady_clock::time_point* deadline) {
   lock.lock();
@@ -158,7 +172,7 @@ int queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& 
   }
   if (!ok) {
     lock.unlock();
-    return -1;
+    return park_mark::not_queued;
   }
   link(list, n);
   lock.unlock();
@@ -170,7 +184,7 @@ int queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& 
 /// queue_while() for the locks: blocked while the `held` bits are set; a
 /// re-queued waiter goes back to the front, where it was woken from.
 template <class Word, class Lock>
-int queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
+park_mark queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
                      park_node& n, bool requeue,
                      const std::chrono::steady_clock::time_point* deadline) {
   return queue_while(
@@ -226,22 +240,29 @@ inline bool fair_handoff_due(const park_node& head, std::chrono::steady_clock::t
   return fair_handoff(head, since, next_fair, after) == fairness::hand_off;
 }
 
+/// How the barging loop ended.
+enum class acquire_result : std::uint8_t {
+  timed_out,  ///< the deadline passed
+  barged,     ///< the caller took it itself
+  handed,     ///< a releaser handed it over (fairness)
+};
+
 /// The waiting loop of the barging locks: `try_barge()`; else poll
 /// `spin_budget` times (OS threads; 0 for fibers); else `queue(since, requeue)`,
-/// which queues and parks (a queue_while_held call) and returns its result. A
-/// waiter woken to compete (mark 1) retries with a fresh spin budget and, if it
-/// loses, re-queues at the front; `since`, when it first queued, survives that
-/// (the fairness timer's measure). The deadline is checked only after a failed
-/// barge, so a woken waiter always retries before it gives up. Returns 1 when
-/// it barged in, 2 when it was handed the lock, 0 when the deadline passed.
+/// which queues and parks (a queue_while_held call) and returns its park_mark.
+/// A waiter woken to compete (park_mark::woken) retries with a fresh spin
+/// budget and, if it loses, re-queues at the front; `since`, when it first
+/// queued, survives that (the fairness timer's measure); park_mark::not_queued
+/// retries as it is. The deadline is checked only after a failed barge, so a
+/// woken waiter always retries before it gives up.
 template <class TryBarge, class Queue>
-int barge_or_queue(const std::chrono::steady_clock::time_point* deadline, unsigned spin_budget,
+acquire_result barge_or_queue(const std::chrono::steady_clock::time_point* deadline, unsigned spin_budget,
                    TryBarge&& try_barge, Queue&& queue) {
   unsigned spins = spin_budget;
   std::chrono::steady_clock::time_point since{};
   bool requeue = false;
   for (;;) {
-    if (try_barge()) return 1;
+    if (try_barge()) return acquire_result::barged;
     if (spins > 0) {
       --spins;
       cpu_relax();
@@ -249,12 +270,13 @@ int barge_or_queue(const std::chrono::steady_clock::time_point* deadline, unsign
     }
     if (deadline != nullptr || !requeue) {
       const auto now = std::chrono::steady_clock::now();
-      if (deadline != nullptr && now >= *deadline) return 0;
+      if (deadline != nullptr && now >= *deadline) return acquire_result::timed_out;
       if (!requeue) since = now;
     }
-    const int got = queue(since, requeue);
-    if (got == 0 || got == 2) return got;
-    if (got == 1) {
+    const park_mark got = queue(since, requeue);
+    if (got == park_mark::none) return acquire_result::timed_out;
+    if (got == park_mark::handed) return acquire_result::handed;
+    if (got == park_mark::woken) {
       requeue = true;
       spins = spin_budget;
     }

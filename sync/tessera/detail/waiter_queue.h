@@ -21,19 +21,21 @@ namespace tessera::detail {
 /// waiter's return (the lock, then release/acquire on `woken`); a waiter that
 /// pushes, then re-checks its condition, cannot miss a notifier that changes the
 /// condition before calling wake_*() (both sides go through the lock).
+/// A park_node that says what its caller waits for (condition_variable_atomic's
+/// address; null for the other condition variables).
+struct keyed_park_node : park_node {
+  const void* key = nullptr;
+};
+
 class waiter_queue {
  public:
-  struct node : park_node {
-    const void* key = nullptr;  // what the caller waits for (condition_variable_atomic)
-  };
-
   waiter_queue() noexcept = default;
   waiter_queue(const waiter_queue&) = delete;
   waiter_queue& operator=(const waiter_queue&) = delete;
 
-  void push(node& n) noexcept;
+  void push(keyed_park_node& n) noexcept;
   /// Takes `n` out if it is still queued; false if a wake_*() got it first.
-  bool remove(node& n) noexcept;
+  bool remove(keyed_park_node& n) noexcept;
   /// Wakes the oldest waiter (with `key`, unless key is null). True if one was woken.
   bool wake_one(const void* key = nullptr) noexcept;
   /// Wakes every waiter (with `key`, unless key is null). Returns how many.
@@ -42,14 +44,14 @@ class waiter_queue {
 
   /// Parks until `n` is woken or `deadline` passes (null: no deadline). Returns
   /// false only on a timeout that removed `n` from the queue.
-  bool await(node& n, const std::chrono::steady_clock::time_point* deadline);
+  bool await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline);
   /// await() that also ends once a stop is requested on `stop`, leaving the
   /// queue. The caller must have registered a stop_callback that unparks it
   /// (and does nothing else: a callback that could yield would let this fiber's
   /// worker run us past the callback's end; see cv_core). Returns true if woken
   /// (also when a wake took `n` just as we left), false after a stop request
   /// or a timeout removed `n`.
-  bool await(node& n, const std::chrono::steady_clock::time_point* deadline,
+  bool await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline,
              const std::stop_token& stop);
 
  private:
