@@ -46,7 +46,8 @@ bool thread_park_until(waiter& self, std::chrono::steady_clock::time_point deadl
       return self.state.exchange(kEmpty, std::memory_order_acquire) == kNotified;
     }
     std::int32_t expected = kNotified;
-    if (self.state.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
+    if (self.state.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire))
+      return true;
     if (std::chrono::steady_clock::now() >= deadline) {
       return self.state.exchange(kEmpty, std::memory_order_acquire) == kNotified;
     }
@@ -60,7 +61,9 @@ void thread_unpark(waiter& who) noexcept {
   }
 }
 
-void thread_yield(waiter&) { sched_yield(); }
+void thread_yield(waiter&) {
+  sched_yield();
+}
 
 // Type-stable pool of thread waiter records: allocated once, recycled when a
 // thread exits, never freed (a stale unpark must stay harmless: docs/design.md).
@@ -114,8 +117,8 @@ constinit thread_local waiter* tls_thread = nullptr;
 }  // namespace
 
 namespace detail {
-const park_ops thread_park_ops{&thread_park, &thread_park_until, &thread_unpark, &thread_yield,
-                               "thread", true};
+const park_ops thread_park_ops{&thread_park,  &thread_park_until, &thread_unpark,
+                               &thread_yield, "thread",           true};
 
 waiter*& current_waiter_slot() noexcept {
   if (tls_current == nullptr) init_thread_waiter();
@@ -143,7 +146,9 @@ bool park_until(std::chrono::steady_clock::time_point deadline) {
   return w->ops->park_until(*w, deadline);
 }
 
-bool should_spin() noexcept { return self()->ops->spin_pays; }
+bool should_spin() noexcept {
+  return self()->ops->spin_pays;
+}
 
 void yield_now() {
   waiter* w = self();

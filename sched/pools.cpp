@@ -9,7 +9,8 @@ namespace tessera::detail {
 
 namespace {
 
-// Process-wide, type-stable pool of fiber records: never freed (DESIGN.md).
+// Process-wide, type-stable pool of fiber records: never freed (docs/design.md: a stale unpark must
+// stay harmless).
 struct record_pool {
   std::mutex mu;
   std::vector<fiber_record*> free;

@@ -67,7 +67,9 @@ stack_mem stack_pool::map_one() {
   return stack_mem{static_cast<char*>(p), total, guard_};
 }
 
-void stack_pool::unmap(stack_mem s) noexcept { munmap(s.map, s.map_size); }
+void stack_pool::unmap(stack_mem s) noexcept {
+  munmap(s.map, s.map_size);
+}
 
 stack_mem stack_pool::take() {
   {
@@ -121,8 +123,8 @@ std::size_t stack_pool::mapped() const noexcept {
 namespace {
 
 constinit thread_local overflow_info tls_overflow{};
-struct sigaction previous_segv{};
-struct sigaction previous_bus{};
+struct sigaction previous_segv {};
+struct sigaction previous_bus {};
 
 // Async-signal-safe formatting: write() and hand-rolled decimal.
 void write_str(const char* s) noexcept {
@@ -149,8 +151,9 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
     write_num(o.fiber_id);
     write_str(" (stack size ");
     write_num(o.stack_size);
-    write_str(" bytes): it ran into its guard page; give it a bigger stack "
-              "(tessera::runtime_options::stack_size)\n");
+    write_str(
+        " bytes): it ran into its guard page; give it a bigger stack "
+        "(tessera::runtime_options::stack_size)\n");
   }
   // Let the fault take its course: hand over to the previous handler, or restore
   // the default action and return so the faulting instruction kills the process.
@@ -168,7 +171,9 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
 
 }  // namespace
 
-overflow_info& current_overflow_info() noexcept { return tls_overflow; }
+overflow_info& current_overflow_info() noexcept {
+  return tls_overflow;
+}
 
 void install_overflow_handler() {
   static std::once_flag once;

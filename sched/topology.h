@@ -36,8 +36,8 @@ class topology {
   const std::string& describe() const noexcept { return description_; }
 
  private:
-  void* topo_ = nullptr;               // hwloc_topology_t
-  std::vector<void*> worker_pu_;       // hwloc_obj_t per worker (null: no pinning)
+  void* topo_ = nullptr;          // hwloc_topology_t
+  std::vector<void*> worker_pu_;  // hwloc_obj_t per worker (null: no pinning)
   std::vector<std::vector<unsigned>> steal_order_;
   unsigned cores_ = 0;
   unsigned pus_ = 0;

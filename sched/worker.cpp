@@ -11,7 +11,9 @@ namespace {
 constinit thread_local worker* tls_worker = nullptr;
 }  // namespace
 
-void set_current_worker(worker* w) noexcept { tls_worker = w; }
+void set_current_worker(worker* w) noexcept {
+  tls_worker = w;
+}
 
 // Not inlined, not analysed: a fiber may migrate between workers across any
 // park, so the TLS read must happen afresh at every call.

@@ -5,7 +5,8 @@ namespace tessera::detail {
 
 cv_core::~cv_core() {
 #if TESSERA_CHECKS
-  if (!queue_.empty()) misuse_abort("tessera::condition_variable destroyed while callers wait on it");
+  if (!queue_.empty())
+    misuse_abort("tessera::condition_variable destroyed while callers wait on it");
 #endif
 }
 

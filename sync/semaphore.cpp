@@ -1,4 +1,60 @@
-// The TWA semaphore's slow paths: waiting, waking, cancellation (see semaphore.h).
+// The TWA semaphore's slow paths: waiting, waking, cancellation (the contract
+// is in tessera/semaphore.h).
+//
+// The fast path (Dice & Kogan, Listings 1-2): a 64-bit ticket and grant, one
+// fetch_add plus one load; waiters within LongTermThreshold of the grant spin
+// briefly, the rest park on the wait chain of TWAHash(semaphore, ticket)
+// (Listings 3/4), so that, absent hash collisions, a release wakes exactly the
+// waiter it admits. Ticket and grant are seq_cst: the release shortcut "RMW
+// grant; LD ticket" and the acquire "RMW ticket; LD grant" form a Dekker pair.
+//
+// Timed acquisition (the part a ticket semaphore makes hard)
+//   A waiter holds a ticket t before it waits. If it times out, ticket t stays in
+//   the queue: some later release will grant it. The waiter therefore *cancels*
+//   t: under the semaphore's small cancellation lock it increments `cancelled_`,
+//   then re-reads the grant.
+//     - grant > t already: the permit arrived in time; the waiter withdraws the
+//       cancellation and returns true (it acquired — at the deadline).
+//     - else it records t in the cancelled list and returns false.
+//   Every release, after advancing the grant, loads `cancelled_` (seq_cst: a
+//   Dekker pair with the canceller's increment-then-load). If non-zero it takes
+//   the cancellation lock, removes every recorded ticket the grant has passed,
+//   and forwards their permits: grant += k (waking the tickets this admits, and
+//   repeating while the new grant passes more cancelled tickets). So each permit
+//   granted to a cancelled ticket goes to the next ticket in line — exactly one
+//   permit in, one permit out; nothing lost or duplicated, nobody behind a
+//   cancelled ticket stuck. The uncontended fast paths never take the lock.
+//
+// Concurrency restriction (admission::restricted, the default)
+//   Strict FIFO collapses when threads outnumber cores: every hand-over goes to
+//   the oldest ticket, whose thread is usually parked or preempted, so each one
+//   costs a wake-up and a context switch (on 2 cores, some 150 times slower at 32
+//   threads than at 4). Following Dice's Malthusian locks (EuroSys 2017),
+//   the restricted semaphore keeps the queue short instead:
+//   - An acquirer that finds `admission_window` (default 1) or more tickets
+//     queued beyond the grant takes no ticket: it waits, parked, in the lobby,
+//     a FIFO of waiting callers. Acquirers that find room take a ticket at once,
+//     so a small active set circulates through the semaphore at full speed and
+//     the surplus sleeps.
+//   - Whenever a permit is free while the lobby is occupied, the lobby's oldest
+//     member is woken to take a ticket (checked by every release, by whoever
+//     joins the lobby, and by whoever leaves it: no wake-up is lost).
+//   - Long-term fairness: the lobby's oldest member takes a ticket anyway once
+//     it has been oldest for kLobbyFairness (1 ms for a thread, 100 µs for a
+//     fiber) while the grant moved, so a circulating set cannot shut it out. A
+//     lobby of L callers is therefore left within about L such intervals of
+//     progress. (While the grant stands still it stays: nobody passes it; nor
+//     while older members called in for free permits have yet to take their
+//     tickets.) A forced member takes its ticket under the lobby lock, so no
+//     later member can take an earlier one.
+//   So admission is FIFO among tickets and FIFO within the lobby (members called
+//   in while several permits are free may take their tickets in either order),
+//   but an acquirer that finds room in the queue passes the lobby. try_acquire
+//   never waits in the lobby. A timed acquirer whose deadline passes in the
+//   lobby holds no ticket, so it leaves without cancelling anything; it still
+//   takes a permit that is free at that moment. admission::fifo turns
+//   restriction off per semaphore.
+//
 #include "tessera/semaphore.h"
 
 #include <algorithm>

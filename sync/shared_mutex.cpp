@@ -1,4 +1,80 @@
 // shared_mutex and shared_timed_mutex (see tessera/shared_mutex.h for the box office).
+//
+//   lock_shared     state_ == our code (biased to us): entered += 1 as a plain
+//                   store; else mark our slot in used_ (an RMW once per thread
+//                   and lock, then a load), take the bias if nobody has, entered
+//                   += 1 (RMW). Then load state_; WRITER clear: in (a biased
+//                   reader that finds the bias revoked meanwhile fences and
+//                   looks again). WRITER set: left += 1 (waking a draining
+//                   writer), spin, queue.
+//   unlock_shared   left += 1 — on an owned slot a plain load and store, no RMW
+//                   — after marking our slot in used_ (a fiber may leave through
+//                   another thread's slot; a biased thread's slot is marked
+//                   already); then WRITER set: unpark the draining writer.
+//   lock            CAS WRITER in (even while QUEUED: barging), revoke a bias
+//                   held by another thread, then drain: wait until inside, summed
+//                   over the slots in used_, is 0 (spin, then park as `drainer_`).
+//                   WRITER set: spin, queue.
+//   unlock          clear WRITER; QUEUED: wake the head of the queue — a writer,
+//                   or every queued reader — to compete again.
+//
+//
+// The two sides meet Dekker-style (seq_cst): a reader counts in and then reads
+// state_; a writer sets WRITER and then reads used_ and the slots it marks
+// (every `left`, then every `entered`: counts landing between the two passes
+// can only make the sum too high). At least one of them sees the other, so a
+// reader never enters under a writer; a reader marks its slot before it counts
+// in, so a writer that sees the count-in sees the mark too. (A count-out
+// through a slot the writer's used_ did not show only leaves the sum too high
+// until its next look, which shows it.) Plain stores make the pair asymmetric
+// (as in liburcu): such a store may still sit in its core's store buffer when
+// the reader loads state_, so the writer supplies the fence, with
+// sys_membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every
+// core running one of our threads), a few µs:
+//   - Leaving (owned slot): a writer about to park waiting for readers first
+//     runs the barrier and re-reads the slots. Either the reader's store was
+//     before the barrier (the writer sees it) or its load of state_ is after it
+//     (it sees WRITER and drainer_ and unparks the writer).
+//   - Entering (bias): reader bias as in biased locking (Kawachiya et al.) and
+//     BRAVO (Dice & Kogan): the first reader with an owned slot biases the lock
+//     to its thread, which then counts in with a plain store and no fence — a
+//     read costs no RMW at all. The first writer from any other thread revokes
+//     the bias for good and runs the barrier before reading the slots: the
+//     biased reader's count-in is visible, or it sees WRITER and backs off. A
+//     biased reader that read the bias before the revocation but stored after
+//     the barrier re-reads state_ after its store and, finding the bias
+//     revoked, fences and re-reads state_ (later writers run no barrier). The
+//     biased thread's own writes need no barrier: its stores are in its program
+//     order.
+// The SPIN model tests/model/shared_mutex.pml checks both pairs with per-thread
+// FIFO store buffers, and catches each barrier or re-check left out. (It keeps
+// the bias in a variable of its own and reads it apart from WRITER; reading
+// both in one load of state_, as the code does, is one of the interleavings it
+// checks.) Where the
+// kernel lacks membarrier, no slot is owned, nothing is biased and every count
+// is an RMW.
+//
+//
+// Preference and fairness: barging with eventual fairness, as tessera::mutex.
+// Readers never block a writer from taking WRITER (so a stream of readers cannot
+// starve a writer: new readers back off as soon as it is set), and writers
+// barge. A waiter queued longer than `handoff_after` (1 ms) is handed the lock
+// by the next unlock() — a writer gets WRITER directly; the queued readers are
+// counted in and enter together — at most once per ms (per 100 µs when the head
+// waiter is a fiber, as tessera::mutex). So neither side starves
+// and, when callers outnumber cores, no convoy forms: while a thread is parked
+// the others keep the lock busy. (A FIFO-with-batching box office convoyed
+// there, some 20 times slower than std::shared_mutex.)
+//
+//
+// Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
+// atomic RMW at all: plain loads and stores to the caller's own slot line and
+// four loads of state_, about 30 instructions for the pair; on another thread
+// with an owned slot one RMW (two without one). lock() also reads 2 words per slot in use
+// (one thread: the hand-off slot and its own), and the first write by a thread
+// other than the biased one runs one membarrier. sizeof is (kSlots + 1) cache lines; 32 slots
+// rather than 16 pay at 32 threads on 2 cores (docs/benchmarks.md).
+//
 #include "tessera/shared_mutex.h"
 
 #include <string>
@@ -141,8 +217,9 @@ bool shared_timed_mutex::try_lock() {
 // Barge, spin, queue behind the writer: detail::barge_or_queue, with this
 // lock's queueing step.
 template <class TryBarge>
-detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, const steady::time_point* deadline,
-                                      TryBarge&& barge) {
+detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared,
+                                                         const steady::time_point* deadline,
+                                                         TryBarge&& barge) {
   return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
                                 [&](steady::time_point since, bool requeue) {
                                   node n;

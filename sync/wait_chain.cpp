@@ -21,7 +21,9 @@ constexpr std::uint32_t mix32(std::uint32_t v) noexcept {
 
 }  // namespace
 
-wait_chain& chain_at(std::uint32_t index) noexcept { return table[index & (chain_count - 1)]; }
+wait_chain& chain_at(std::uint32_t index) noexcept {
+  return table[index & (chain_count - 1)];
+}
 
 wait_chain& chain_for_key(std::uintptr_t key) noexcept {
   const auto folded = static_cast<std::uint32_t>(key ^ (static_cast<std::uint64_t>(key) >> 32));

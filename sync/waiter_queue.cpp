@@ -22,7 +22,8 @@ bool waiter_queue::remove(keyed_park_node& n) noexcept {
 bool waiter_queue::wake_one(const void* key) noexcept {
   lock();
   auto* n = static_cast<keyed_park_node*>(list_.front());
-  while (n != nullptr && key != nullptr && n->key != key) n = static_cast<keyed_park_node*>(n->next);
+  while (n != nullptr && key != nullptr && n->key != key)
+    n = static_cast<keyed_park_node*>(n->next);
   waiter* who = n != nullptr ? list_.take(*n, park_mark::woken) : nullptr;
   unlock();
   unpark(who);  // null is ignored
@@ -58,7 +59,8 @@ int waiter_queue::wake_all(const void* key) noexcept {
   return count;
 }
 
-bool waiter_queue::await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline) {
+bool waiter_queue::await(keyed_park_node& n,
+                         const std::chrono::steady_clock::time_point* deadline) {
   // Woken just as it timed out: the notification is ours, keep it.
   return await_taken(n, deadline, lock_, list_, [] {}) != park_mark::none;
 }
@@ -68,7 +70,8 @@ bool waiter_queue::await(keyed_park_node& n, const std::chrono::steady_clock::ti
   // The stop flag is set before the callbacks run, and the callback's unpark
   // leaves a permit: a request landing after the check makes park() return.
   return await_taken(
-             n, deadline, lock_, list_, [] {}, [&stop] { return stop.stop_requested(); }) != park_mark::none;
+             n, deadline, lock_, list_, [] {}, [&stop] { return stop.stop_requested(); }) !=
+         park_mark::none;
 }
 
 }  // namespace tessera::detail

@@ -84,7 +84,7 @@ TEST(Park, PingPongManyRounds) {
   t.join();
 }
 
-// DESIGN.md: identity records are type-stable, so unparking an exited thread is
+// docs/design.md: identity records are type-stable, so unparking an exited thread is
 // harmless. Run under ASan this would report any use-after-free.
 TEST(Park, UnparkingExitedThreadsIsHarmless) {
   std::vector<waiter*> stale;

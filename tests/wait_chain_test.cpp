@@ -1,4 +1,4 @@
-// Waiting chains (seed 001, Listings 3 and 4): signalling, collisions, timeouts,
+// Waiting chains (Dice & Kogan, Listings 3 and 4): signalling, collisions, timeouts,
 // and the mis-queue recovery under races.
 #include <tessera/wait_chain.h>
 

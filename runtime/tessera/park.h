@@ -1,7 +1,7 @@
 // tessera/park.h — the park façade: self(), park(), park_until(), unpark().
 //
 // Every synchronization primitive in Tessera is written once against these four
-// calls (DESIGN.md, "Contracts of the park façade"). They work the same for OS
+// calls (docs/design.md, "The park contract"). They work the same for OS
 // threads (futex) and for fibers (the scheduler's path, plugged in through
 // `park_ops`), so a primitive never knows which kind of caller it serves.
 //
@@ -20,7 +20,7 @@
 // - Type-stable identities: waiter records are recycled, never freed, for the
 //   life of the process. Unparking a thread that has exited (or a finished fiber)
 //   is harmless: it costs the record's next owner at most one spurious wake-up.
-//   This is what lets the wait chains' `poke` (seed 001, Listing 3) unpark a
+//   This is what lets the wait chains' `poke` (Dice & Kogan, Listing 3) unpark a
 //   waiter whose on-stack wait element may already be gone.
 // - Who may call: any OS thread or fiber. `unpark` may target a fiber from a
 //   thread and a thread from a fiber. None of these calls is async-signal-safe.

@@ -1,4 +1,4 @@
-// dining_philosophers — Preshing's box-office solution (seed 002) on Tessera.
+// dining_philosophers — Preshing's box-office solution (Preshing, "Semaphores are Surprisingly Versatile") on Tessera.
 //
 // The box office is a table of philosopher states (thinking / hungry / eating)
 // guarded by a tessera::mutex; each philosopher has a binary semaphore as its

@@ -9,7 +9,7 @@
 //   create-join  start a fiber and join it, 1 worker
 //   yield        two fibers yielding to each other, 1 worker, per yield
 //   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
-//                seed 001 §3): tessera::counting_semaphore (restricted admission,
+//                Dice & Kogan §3): tessera::counting_semaphore (restricted admission,
 //                the default, and admission::barging) and tessera::mutex
 //                (barging, eventually fair) vs boost::fibers::mutex, iterations/s
 //   latency      the same loop with tessera::mutex and boost::fibers::mutex,

@@ -1,5 +1,5 @@
 // semabench — the benchmark of Dice & Kogan, "Semaphores Augmented with a
-// Waiting Array" (seed 001, §3), with the peers side by side in one run.
+// Waiting Array" (Dice & Kogan, §3), with the peers side by side in one run.
 //
 // T threads each loop { acquire S; advance a shared std::mt19937 one step;
 // release S; advance a thread-private std::mt19937 one step }. S is released

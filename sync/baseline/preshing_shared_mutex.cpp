@@ -1,4 +1,5 @@
-// preshing_shared_mutex (see tessera/baseline/preshing_shared_mutex.h for the box office and the policy).
+// preshing_shared_mutex (see tessera/baseline/preshing_shared_mutex.h for the box office and the
+// policy).
 #include "tessera/baseline/preshing_shared_mutex.h"
 
 #include <system_error>
@@ -14,7 +15,8 @@ namespace {
 
 preshing_shared_mutex::~preshing_shared_mutex() {
 #if TESSERA_CHECKS
-  if (status_.load() != 0) detail::misuse_abort("tessera::preshing_shared_mutex destroyed while locked");
+  if (status_.load() != 0)
+    detail::misuse_abort("tessera::preshing_shared_mutex destroyed while locked");
 #endif
 }
 
@@ -45,7 +47,8 @@ void preshing_shared_mutex::unlock_shared() {
   const std::uint64_t s = status_.fetch_sub(one(kReaders), std::memory_order_release);
 #if TESSERA_CHECKS
   if (get(s, kReaders) == 0) {
-    detail::misuse_abort("tessera::preshing_shared_mutex::unlock_shared: the lock is not held shared");
+    detail::misuse_abort(
+        "tessera::preshing_shared_mutex::unlock_shared: the lock is not held shared");
   }
 #endif
   // The last reader out hands the lock to the first waiting writer.
@@ -73,7 +76,8 @@ void preshing_shared_mutex::unlock() {
   std::uint64_t batch;
   do {
 #if TESSERA_CHECKS
-    if (get(s, kWriters) == 0) detail::misuse_abort("tessera::preshing_shared_mutex::unlock: the lock is not held");
+    if (get(s, kWriters) == 0)
+      detail::misuse_abort("tessera::preshing_shared_mutex::unlock: the lock is not held");
 #endif
     batch = get(s, kWaitToRead);
     next = s - one(kWriters);

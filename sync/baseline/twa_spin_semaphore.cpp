@@ -1,4 +1,4 @@
-// TWA-Semaphore with a spinning waiting array (seed 001, Listing 2).
+// TWA-Semaphore with a spinning waiting array (Dice & Kogan, Listing 2).
 #include "tessera/baseline/twa_spin_semaphore.h"
 
 #include <algorithm>

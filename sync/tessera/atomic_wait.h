@@ -1,10 +1,10 @@
 // tessera/atomic_wait.h — P0514R2 §32.10 atomic waiting on Tessera's wait chains.
 //
 // `atomic_wait(a, old)` blocks while `a->load() == old`; `atomic_notify_one/all(a)`
-// wake waiters after `a` changed (seed 003). Built on address_wait_until /
-// address_signal_polite (seed 001, Listing 3), keyed by the atomic's address, so
-// it works for fibers and OS threads alike — unlike std::atomic::wait, a waiting
-// fiber parks without blocking its worker.
+// wake waiters after `a` changed (P0514R2). Built on address_wait_until /
+// address_signal_polite (Dice & Kogan, "Semaphores Augmented with a Waiting Array", Listing 3),
+// keyed by the atomic's address, so it works for fibers and OS threads alike — unlike
+// std::atomic::wait, a waiting fiber parks without blocking its worker.
 //
 // Contract
 // - Waiting: atomic_wait polls briefly (64 PAUSEs, then 8 yields) before parking
@@ -33,8 +33,8 @@
 namespace tessera {
 
 template <class T>
-concept atomic_waitable =
-    (std::is_integral_v<T> || std::is_pointer_v<T>) && std::atomic<T>::is_always_lock_free;
+concept atomic_waitable = (std::is_integral_v<T> ||
+                           std::is_pointer_v<T>)&&std::atomic<T>::is_always_lock_free;
 
 namespace detail {
 

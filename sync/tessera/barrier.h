@@ -48,7 +48,9 @@ class barrier {
     std::uint32_t phase_ = 0;
   };
 
-  static constexpr std::ptrdiff_t max() noexcept { return std::numeric_limits<std::int32_t>::max(); }
+  static constexpr std::ptrdiff_t max() noexcept {
+    return std::numeric_limits<std::int32_t>::max();
+  }
 
   /// Precondition: 0 <= expected <= max(); otherwise throws std::invalid_argument.
   constexpr explicit barrier(std::ptrdiff_t expected, Completion completion = Completion())
@@ -67,7 +69,8 @@ class barrier {
     return arrival_token(phase);
   }
   void wait(arrival_token&& token) const {
-    while (phase_.load(std::memory_order_acquire) == token.phase_) atomic_wait(&phase_, token.phase_);
+    while (phase_.load(std::memory_order_acquire) == token.phase_)
+      atomic_wait(&phase_, token.phase_);
   }
   void arrive_and_wait() { wait(arrive()); }
   /// Arrives, and leaves the barrier: later phases expect one participant fewer.

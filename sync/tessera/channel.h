@@ -1,36 +1,6 @@
 // tessera/channel.h — channel<T>: a bounded, closable FIFO channel, and with
 // capacity 0 a rendezvous (synchronous) channel, for fibers and OS threads.
 //
-// Box office / bouncer (seed 002). The box office is the channel's state under
-// its small spin lock (detail::spin_lock: a few instructions, never parked on);
-// the bouncers are two FIFO queues of parked callers (detail::park_list), each
-// caller waiting on its own park_node with park()/unpark() (DESIGN.md's façade).
-//
-//   field        meaning
-//   ring_        the buffer: `capacity()` slots, `count_` of them full from head_
-//   senders_     parked senders, oldest first; each node points at the value
-//                its sender still owns (nothing is moved until a receiver takes it)
-//   receivers_   parked receivers, oldest first; each node points at the slot
-//                its receiver wants the value in
-//   closed_      set once by close(); never cleared
-//
-//   Invariants (under the lock): receivers wait only while the buffer is empty
-//   and no sender waits; senders wait only while the buffer is full (always,
-//   for capacity 0) and no receiver waits. So at most one queue is non-empty.
-//
-//   send      a receiver waits: hand it the value directly, unpark it (seed
-//             004's dual data structure: the value meets a waiting request).
-//             Else room in the buffer: append. Else closed: fail. Else park in
-//             senders_ until a receiver takes the value, close(), or the deadline.
-//   receive   the buffer has an item: take the oldest; if a sender waits, move
-//             its value into the freed slot and unpark it. Else (capacity 0) a
-//             sender waits: take its value directly. Else closed: fail. Else park
-//             in receivers_ until a sender delivers, close(), or the deadline.
-//   close     set closed_; unpark every parked sender (their sends fail; their
-//             values stay with them) and every parked receiver (nothing to take:
-//             they only wait while the buffer is empty). Buffered items stay
-//             receivable: receivers drain them, then see `closed`.
-//
 // Contract
 // - Order: FIFO. Values are received in the order their sends took effect
 //   (entered the buffer or met a receiver); parked senders are served oldest
@@ -59,10 +29,41 @@
 //
 // Peers: Go's chan (send on a closed channel panics there; here it fails), and
 // Boost.Fiber's buffered_channel / unbuffered_channel (channel_op_status). The
-// FAA-based lock-free channel of seed 004 is faster under heavy contention;
+// FAA-based lock-free channel of Koval & Elizarov is faster under heavy contention;
 // this one keeps every operation to a few instructions under one lock, which
-// on 2 cores is what bounds it anyway (fiberbench `channel` measures it beside
-// Boost.Fiber's).
+// on 2 cores is what bounds it anyway (fiberbench's `channel` rows measure it
+// beside Boost.Fiber's).
+//
+// Box office / bouncer (Preshing, "Semaphores are Surprisingly Versatile"). The box office is the
+// channel's state under its small spin lock (detail::spin_lock: a few instructions, never parked
+// on); the bouncers are two FIFO queues of parked callers (detail::park_list), each caller waiting
+// on its own park_node with park()/unpark() (the park façade).
+//
+//   field        meaning
+//   ring_        the buffer: `capacity()` slots, `count_` of them full from head_
+//   senders_     parked senders, oldest first; each node points at the value
+//                its sender still owns (nothing is moved until a receiver takes it)
+//   receivers_   parked receivers, oldest first; each node points at the slot
+//                its receiver wants the value in
+//   closed_      set once by close(); never cleared
+//
+//   Invariants (under the lock): receivers wait only while the buffer is empty
+//   and no sender waits; senders wait only while the buffer is full (always,
+//   for capacity 0) and no receiver waits. So at most one queue is non-empty.
+//
+//   send      a receiver waits: hand it the value directly, unpark it (Koval &
+//             Elizarov's dual data structure: the value meets a waiting request).
+//             Else room in the buffer: append. Else closed: fail. Else park in
+//             senders_ until a receiver takes the value, close(), or the deadline.
+//   receive   the buffer has an item: take the oldest; if a sender waits, move
+//             its value into the freed slot and unpark it. Else (capacity 0) a
+//             sender waits: take its value directly. Else closed: fail. Else park
+//             in receivers_ until a sender delivers, close(), or the deadline.
+//   close     set closed_; unpark every parked sender (their sends fail; their
+//             values stay with them) and every parked receiver (nothing to take:
+//             they only wait while the buffer is empty). Buffered items stay
+//             receivable: receivers drain them, then see `closed`.
+//
 #pragma once
 
 #include <chrono>

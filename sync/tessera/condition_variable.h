@@ -1,10 +1,10 @@
 // tessera/condition_variable.h — condition_variable, condition_variable_any,
-// condition_variable_atomic (P0514R2 §33.5.5, seed 003).
+// condition_variable_atomic (P0514R2 §33.5.5).
 //
-// Box office / bouncer (seed 002): the box office is the caller's own condition
-// (guarded by its lock, or an atomic<T>); the bouncer is a FIFO of parked callers
-// (detail/waiter_queue.h). No state word of our own: a notification with nobody
-// waiting does nothing, as the standard says.
+// Box office / bouncer (Preshing, "Semaphores are Surprisingly Versatile"): the box office is the
+// caller's own condition (guarded by its lock, or an atomic<T>); the bouncer is a FIFO of parked
+// callers (detail/waiter_queue.h). No state word of our own: a notification with nobody waiting
+// does nothing, as the standard says.
 //
 //   queue state        wait()                           notify_one()        notify_all()
 //   empty              push node, unlock, park           nothing             nothing
@@ -250,7 +250,8 @@ class condition_variable_atomic {
   template <class T>
   void wait(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
             std::memory_order order = std::memory_order_seq_cst) {
-    wait(object, old, [old](T v) { return v != old; }, order);
+    wait(
+        object, old, [old](T v) { return v != old; }, order);
   }
   /// Returns once pred(object.load(order)) holds. (`old` is kept for P0514's
   /// signature; the predicate alone decides.)
@@ -264,7 +265,8 @@ class condition_variable_atomic {
   bool wait_until(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
                   const std::chrono::time_point<Clock, Duration>& t,
                   std::memory_order order = std::memory_order_seq_cst) {
-    return wait_until(object, old, t, [old](T v) { return v != old; }, order);
+    return wait_until(
+        object, old, t, [old](T v) { return v != old; }, order);
   }
   template <class T, class Clock, class Duration, class Predicate>
   bool wait_until(const std::atomic<T>& object, typename std::atomic<T>::value_type /*old*/,

@@ -1,5 +1,5 @@
-// tessera/event.h — auto_reset_event and manual_reset_event (seed 002, Preshing's
-// box office / bouncer).
+// tessera/event.h — auto_reset_event and manual_reset_event (Preshing, "Semaphores are Surprisingly
+// Versatile": box office / bouncer).
 //
 // auto_reset_event — box office: `status_` (int); bouncer: a TWA semaphore.
 //

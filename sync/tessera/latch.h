@@ -34,7 +34,9 @@ namespace tessera {
 
 class latch {
  public:
-  static constexpr std::ptrdiff_t max() noexcept { return std::numeric_limits<std::int32_t>::max(); }
+  static constexpr std::ptrdiff_t max() noexcept {
+    return std::numeric_limits<std::int32_t>::max();
+  }
 
   /// Precondition: 0 <= expected <= max(); otherwise throws std::invalid_argument.
   /// constexpr, so a `constinit` global latch needs no dynamic initialisation.
@@ -51,7 +53,8 @@ class latch {
   }
   bool try_wait() const noexcept { return count_.load(std::memory_order_acquire) == 0; }
   void wait() const {
-    for (std::int32_t c; (c = count_.load(std::memory_order_acquire)) != 0;) atomic_wait(&count_, c);
+    for (std::int32_t c; (c = count_.load(std::memory_order_acquire)) != 0;)
+      atomic_wait(&count_, c);
   }
   void arrive_and_wait(std::ptrdiff_t n = 1) {
     count_down(n);

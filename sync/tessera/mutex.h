@@ -1,58 +1,5 @@
-// tessera/mutex.h — mutex, timed_mutex, recursive_mutex, recursive_timed_mutex.
-//
-// Box office / bouncer (seed 002): one atomic word decides; a FIFO queue of
-// parked callers (on-stack nodes, park façade) makes them wait. For fibers and
-// OS threads alike, mixed on one mutex.
-//
-// Box office: `state_`
-//
-//   bit 0  LOCKED    someone owns the mutex
-//   bit 1  QUEUED    the waiter queue may be non-empty: unlock must look at it
-//   bit 2  WOKEN     a waiter was woken and has not yet got the lock or gone
-//                    back to an untimed sleep: unlock wakes no other (one
-//                    wake-up in flight at a time, Go's mutexWoken)
-//
-//   state                   lock()                       unlock()
-//   LOCKED clear            fetch_or LOCKED (fast path:  misuse
-//                           one `lock bts`, whatever
-//                           QUEUED/WOKEN say: barging)
-//   LOCKED                  spin (threads), queue, park  CAS -> 0 (fast path)
-//   LOCKED|QUEUED|WOKEN     spin (threads), queue, park  CAS clears LOCKED (fast path)
-//   LOCKED|QUEUED           spin (threads), queue, park  slow path: wake or hand off
-//
-// Both fast paths are a single atomic read-modify-write on the word even while
-// others queue: under contention the owner runs at the uncontended rate while
-// the queued sleep (semabench, threads: T=4..32 1.6-2.0x std::mutex).
-//
-// Admission policy: barging with eventual fairness (Go's sync.Mutex starvation
-// mode, WebKit's and parking_lot's fair unlock). Normally unlock releases the
-// word and wakes the oldest waiter, which then competes with newcomers: no
-// convoy when callers outnumber cores. But once the oldest waiter has waited
-// longer than `handoff_after` (1 ms), unlock hands the lock to it directly
-// (LOCKED never clears) — at most once per `handoff_after` when the waiter is
-// an OS thread, so hand-offs to sleeping threads cannot turn into a convoy, and
-// at most once per 100 µs (detail::kFiberHandoffInterval) when it is a fiber,
-// whose hand-off is a user-space switch. The queue is FIFO and a woken waiter
-// that loses the race goes back to its place at the front, so a waiter k places
-// back gets the lock within about (k + 1) ms as a thread, about 1 + k/10 ms as
-// a fiber (fiberbench latency: 128 fibers on 2 workers, max wait 27-31 ms).
-// (A fiber that never parks holds its worker regardless: scheduling is
-// cooperative.)
-//
-// Lost races: a woken OS thread that finds the lock taken again keeps WOKEN
-// and re-parks with a timeout of `kRetryAfter` (200 us) instead of waiting to be
-// woken by the next unlock. The owner's unlocks meanwhile stay on the fast path,
-// so a hot lock costs no futex_wake per burst and the waiter's retries do not
-// steal the owner's cache line every few microseconds (semabench T=2,
-// interleaved A/B: 24-26 M -> 29-37 M iterations/s, against std::mutex's
-// 22-29 M). The price, bounded: if the owner then unlocks and leaves, the lock
-// can stay free for up to kRetryAfter (plus the kernel's timer slack) before
-// that waiter notices. The 1 ms fair hand-off still reaches the sleeper (unlock
-// wakes it directly), and a thread that gives up (try_lock_for's deadline)
-// clears WOKEN only while the lock is held, so the next unlock wakes the next
-// waiter: nothing is lost.
-// The whole box office — barging, queue, hand-off, timeouts, WOKEN and its
-// retry timer — is model-checked with SPIN in tests/model/mutex.pml.
+// tessera/mutex.h — mutex, timed_mutex, recursive_mutex, recursive_timed_mutex:
+// std::'s interfaces, for fibers and OS threads mixed on one mutex.
 //
 // Contract
 // - Who may call: any fiber or OS thread; unlock() only the owner (the fiber,
@@ -68,6 +15,31 @@
 //   has waiters, abort with a message naming the mutex type and the rule.
 //   recursive_* count up to 2^32-1 levels; past that lock() throws
 //   std::system_error (resource_unavailable_try_again), as the standard allows.
+// - Admission: barging with eventual fairness (Go's sync.Mutex starvation mode,
+//   parking_lot's fair unlock). unlock wakes the oldest waiter, which competes
+//   with newcomers; once it has waited `handoff_after` (1 ms) it is handed the
+//   lock directly — at most once per 1 ms to an OS thread, once per 100 µs to a
+//   fiber — so a waiter k places back gets in within about (k + 1) ms (thread)
+//   or 1 + k/10 ms (fiber). A fiber that never parks still holds its worker:
+//   scheduling is cooperative.
+// - Spurious wake-ups: none visible.
+//
+// Box office: `state_` (Preshing's box office / bouncer: one atomic word
+// decides, a FIFO queue of parked callers makes them wait)
+//
+//   bit 0  LOCKED    someone owns the mutex
+//   bit 1  QUEUED    the waiter queue may be non-empty: unlock must look at it
+//   bit 2  WOKEN     a waiter was woken and has not yet got the lock or gone
+//                    back to an untimed sleep: unlock wakes no other
+//
+//   state                   lock()                       unlock()
+//   LOCKED clear            fetch_or LOCKED (fast path)  misuse
+//   LOCKED                  spin (threads), queue, park  CAS -> 0 (fast path)
+//   LOCKED|QUEUED|WOKEN     spin (threads), queue, park  CAS clears LOCKED (fast path)
+//   LOCKED|QUEUED           spin (threads), queue, park  slow path: wake or hand off
+//
+// Why it is built so (retry timer, hand-off rate) is told in sync/mutex.cpp;
+// the box office is model-checked in tests/model/mutex.pml.
 #pragma once
 
 #include <atomic>

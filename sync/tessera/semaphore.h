@@ -1,105 +1,48 @@
-// tessera/semaphore.h — counting_semaphore and binary_semaphore: the TWA semaphore.
-//
-// Dice & Kogan's TWA-Semaphore (seed 001) over Tessera's waiting chains: a
-// 64-bit ticket and grant (Listing 1), the fast path of one fetch_add plus one
-// load, short-term spinning for waiters within LongTermThreshold of the grant
-// (Listing 2), and long-term waiting parked on the wait chain of
-// TWAHash(semaphore, ticket) (Listings 3/4), so that, absent hash collisions, a
-// release wakes exactly the waiter it admits. The API is std::counting_semaphore's
-// (P0514R2 §33.7, seed 003).
+// tessera/semaphore.h — counting_semaphore and binary_semaphore (std::'s
+// interface, P0514R2 §33.7), built as Dice & Kogan's TWA-Semaphore
+// ("Semaphores Augmented with a Waiting Array", Listings 1-4) over Tessera's
+// waiting chains.
 //
 // Contract
-// - Admission: FIFO (first-come-first-enabled) among tickets: tickets are
-//   served in the order their fetch_add took them. With admission::fifo every
-//   blocking acquirer takes a ticket at once; with admission::restricted (the
-//   default) surplus acquirers wait in a FIFO lobby first (see below).
-//   try_acquire never barges: it succeeds only if a permit is free *and*
-//   nobody is queued. A timed-out waiter leaves the queue without disturbing
-//   the order of the others. admission::barging has no tickets at all (see
-//   "Barging admission" below).
-// - No spurious failure: acquire() returns only with a permit; try_acquire_for /
-//   try_acquire_until return false only after the deadline has passed.
-// - Who may call: fibers and OS threads, mixed; a waiting fiber parks (its worker
-//   runs other fibers). release() may be called by anyone, not only an acquirer.
-// - Memory ordering: a release() synchronizes-with every acquire it admits
-//   (seq_cst on ticket and grant: the release shortcut "RMW grant; LD ticket"
-//   and the acquire "RMW ticket; LD grant" form a Dekker pair).
-// - Lifetime: destroying a semaphore with threads or fibers waiting on it is
-//   undefined; debug builds (TESSERA_CHECKS) abort with a message saying so.
+// - Admission, chosen per semaphore (`admission`):
+//     fifo        strict first-come-first-enabled: every blocking acquirer takes
+//                 a ticket at once and tickets are served in fetch_add order.
+//     restricted  (default) FIFO among tickets, but an acquirer that finds
+//                 `admission_window` tickets already queued waits in a FIFO lobby
+//                 without one; the lobby's oldest is called in when a permit is
+//                 free, or forced in after kLobbyFairness (1 ms for a thread,
+//                 100 µs for a fiber) of progress without it. So a lobby of L
+//                 callers empties within about L such intervals.
+//     barging     no tickets (tessera/detail/barging_semaphore.h): a free permit
+//                 goes to whoever takes it first; a waiter queued for 1 ms is
+//                 handed one directly, at most once per 1 ms (thread) or 100 µs
+//                 (fiber). Counts limited to 2^62-1.
+//   try_acquire never waits; under fifo/restricted it also never barges (it
+//   succeeds only if a permit is free and nobody is queued).
+// - No spurious failure: acquire() returns only with a permit; try_acquire_for/
+//   until return false only after the deadline (durations in any std::chrono
+//   unit; clocks other than steady_clock are converted once at the call). A
+//   caller that times out leaves nothing behind and disturbs nobody's order.
+// - Who may call: fibers and OS threads, mixed; a waiting fiber parks (its
+//   worker runs other fibers). release() may be called by anyone.
+// - Memory ordering: a release() synchronizes-with every acquire it admits.
+// - Lifetime: destroying a semaphore with waiters is undefined; debug builds
+//   (TESSERA_CHECKS) abort with a message saying so.
+// - Misuse: an initial count outside [0, max()], release(n) with n < 0 or
+//   n > max() throw std::invalid_argument, state unchanged; a release past
+//   max() throws before any change when no other release races, and in debug
+//   builds a racing overshoot aborts.
 //
-// Timed acquisition (the part a ticket semaphore makes hard)
-//   A waiter holds a ticket t before it waits. If it times out, ticket t stays in
-//   the queue: some later release will grant it. The waiter therefore *cancels*
-//   t: under the semaphore's small cancellation lock it increments `cancelled_`,
-//   then re-reads the grant.
-//     - grant > t already: the permit arrived in time; the waiter withdraws the
-//       cancellation and returns true (it acquired — at the deadline).
-//     - else it records t in the cancelled list and returns false.
-//   Every release, after advancing the grant, loads `cancelled_` (seq_cst: a
-//   Dekker pair with the canceller's increment-then-load). If non-zero it takes
-//   the cancellation lock, removes every recorded ticket the grant has passed,
-//   and forwards their permits: grant += k (waking the tickets this admits, and
-//   repeating while the new grant passes more cancelled tickets). So each permit
-//   granted to a cancelled ticket goes to the next ticket in line — exactly one
-//   permit in, one permit out; nothing lost or duplicated, nobody behind a
-//   cancelled ticket stuck. The uncontended fast paths never take the lock.
-//
-// Concurrency restriction (admission::restricted, the default)
-//   Strict FIFO collapses when threads outnumber cores: every hand-over goes to
-//   the oldest ticket, whose thread is usually parked or preempted, so each one
-//   costs a wake-up and a context switch (semabench, 2 cores: 12 M acquisitions/s
-//   at T=4, 73 k/s at T=32). Following Dice's Malthusian locks (EuroSys 2017),
-//   the restricted semaphore keeps the queue short instead:
-//   - An acquirer that finds `admission_window` (default 1) or more tickets
-//     queued beyond the grant takes no ticket: it waits, parked, in the lobby,
-//     a FIFO of waiting callers. Acquirers that find room take a ticket at once,
-//     so a small active set circulates through the semaphore at full speed and
-//     the surplus sleeps.
-//   - Whenever a permit is free while the lobby is occupied, the lobby's oldest
-//     member is woken to take a ticket (checked by every release, by whoever
-//     joins the lobby, and by whoever leaves it: no wake-up is lost).
-//   - Long-term fairness: the lobby's oldest member takes a ticket anyway once
-//     it has been oldest for kLobbyFairness (1 ms for a thread, 100 µs for a
-//     fiber) while the grant moved, so a circulating set cannot shut it out. A
-//     lobby of L callers is therefore left within about L such intervals of
-//     progress. (While the grant stands still it stays: nobody passes it; nor
-//     while older members called in for free permits have yet to take their
-//     tickets.) A forced member takes its ticket under the lobby lock, so no
-//     later member can take an earlier one.
-//   So admission is FIFO among tickets and FIFO within the lobby (members called
-//   in while several permits are free may take their tickets in either order),
-//   but an acquirer that finds room in the queue passes the lobby. try_acquire
-//   never waits in the lobby. A timed acquirer whose deadline passes in the
-//   lobby holds no ticket, so it leaves without cancelling anything; it still
-//   takes a permit that is free at that moment. admission::fifo turns
-//   restriction off per semaphore.
-//
-// Barging admission (admission::barging; tessera/detail/barging_semaphore.h)
-//   The box office of tessera::mutex with a count for its LOCKED bit: one word
-//   holds the free permits and two flags. acquire() takes a free permit with one
-//   CAS whoever is queued (so does try_acquire: it barges); a caller that finds
-//   none queues and parks (OS threads poll 16 times first). release(n) adds n
-//   permits and wakes as many of the oldest waiters, who then compete with
-//   newcomers; while a woken waiter is on its way, further releases wake nobody
-//   (one CAS each). Fairness: a waiter that has waited 1 ms is handed a permit
-//   directly, at most once per 1 ms when it is an OS thread and once per 100 µs
-//   when a fiber, so a waiter k places back gets in within about (k + 1) ms (a
-//   thread) or 1 + k/10 ms (a fiber). It is sem_t's and std::counting_semaphore's
-//   policy, and the one that pays under contention: no hand-over convoy, the
-//   holder keeps running on a warm cache (semabench, 2 cores, T=4..32: 5.8-6.3x
-//   sem_t; fibers: 2.6x Boost's fibers::mutex at F=2, 4.3-7.8x at F=8..1024).
-//   The price: no arrival order, and p99.9 waits longer than restricted
-//   admission's. Counts are limited to 2^62-1 (two bits of the word are flags):
-//   a larger initial count or release throws std::invalid_argument, saying so.
-//   queued() and waiting() count the parked callers (a woken one on its way is
-//   not counted); lobby() is 0.
-//
-// Misuse
-// - Initial count outside [0, max()], release(n) with n < 0 or n > max(): throw
-//   std::invalid_argument, state unchanged.
-// - release(n) that would lift the count past max(): detected before the state
-//   changes when no other release races (throws std::invalid_argument); in debug
-//   builds a racing overshoot is caught after the fact and aborts.
+// State (fifo/restricted)
+//   ticket_   64-bit count of acquisitions started (fetch_add by acquirers)
+//   grant_    64-bit count of acquisitions admitted (fetch_add by release)
+//             permits free = grant_ - ticket_ when positive; waiter of ticket t
+//             is admitted once grant_ > t
+//   cancelled_  tickets whose waiters timed out, not yet passed by grant_:
+//             each release forwards their permits to the next tickets
+//   lobby     FIFO of restricted-admission callers holding no ticket
+// How each part works (timed cancellation, the lobby, the chains) is told in
+// sync/semaphore.cpp.
 #pragma once
 
 #include <tessera/detail/barging_semaphore.h>

@@ -1,13 +1,31 @@
-// tessera/shared_mutex.h — shared_mutex and shared_timed_mutex: reader-
-// writer locks (the timed one's shared and exclusive acquisitions can time out).
+// tessera/shared_mutex.h — shared_mutex and shared_timed_mutex: reader-writer
+// locks with std::'s interfaces (the timed one's shared and exclusive
+// acquisitions can time out), for fibers and OS threads mixed on one lock.
+//
+// Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
+// part), for fibers and OS threads mixed on one lock. try_lock_for/until and
+// try_lock_shared_for/until never return false before the deadline, and a caller
+// that times out leaves nothing behind (a waiter handed the lock as it timed out
+// keeps it and returns true). try_lock and try_lock_shared fail only when the
+// lock is held the other way (or, for try_lock, held shared). unlock()
+// synchronizes-with every later acquisition; unlock_shared() with the next
+// lock(). Spurious wake-ups: none visible. Who may call: any fiber or thread;
+// unlock*() only a holder. Misuse (TESSERA_CHECKS): unlock() when not held
+// exclusively, unlock_shared() when not held shared, destroying it held or with
+// waiters, abort with a message naming the type and the rule.
+// Admission: barging with eventual fairness, as tessera::mutex. Readers never
+// keep a writer from taking WRITER (new readers back off as soon as it is set,
+// so readers cannot starve writers) and writers barge; a waiter queued longer
+// than `handoff_after` (1 ms) is handed the lock by the next unlock() — a
+// writer gets WRITER, the queued readers enter together — at most once per
+// 1 ms (100 µs when the head waiter is a fiber).
+// Size: (kSlots + 1) cache lines, about 2 KiB: one lock per read-mostly table,
+// not one per element (use tessera::mutex there).
 //
 // Box office: one state word for the writers, plus a reader indicator split
-// over kSlots cache-line-sized counters (a "distributed" or "big-reader"
-// indicator, as in Linux's percpu-rwsem and folly's SharedMutex): a reader
-// counts itself in its own thread's slot, so readers on different threads (up
-// to kOwnedSlots of them) never write the same cache line. Waiters park in a
-// FIFO queue (on-stack nodes, park façade) under a spin lock, which is what
-// makes timeouts exact.
+// over kSlots cache-line-sized counters (as Linux's percpu-rwsem and folly's
+// SharedMutex): a reader counts itself in its own thread's slot, so readers on
+// different threads never write the same cache line.
 //
 //   state_  bit 63  WRITER   a writer holds the lock, or owns the right to it
 //                            and is draining the readers still inside
@@ -32,100 +50,9 @@
 //     i >= kOwnedSlots       shared: every other thread, dealt round-robin;
 //                            written with atomic RMWs only.
 //
-//   lock_shared     state_ == our code (biased to us): entered += 1 as a plain
-//                   store; else mark our slot in used_ (an RMW once per thread
-//                   and lock, then a load), take the bias if nobody has, entered
-//                   += 1 (RMW). Then load state_; WRITER clear: in (a biased
-//                   reader that finds the bias revoked meanwhile fences and
-//                   looks again). WRITER set: left += 1 (waking a draining
-//                   writer), spin, queue.
-//   unlock_shared   left += 1 — on an owned slot a plain load and store, no RMW
-//                   — after marking our slot in used_ (a fiber may leave through
-//                   another thread's slot; a biased thread's slot is marked
-//                   already); then WRITER set: unpark the draining writer.
-//   lock            CAS WRITER in (even while QUEUED: barging), revoke a bias
-//                   held by another thread, then drain: wait until inside, summed
-//                   over the slots in used_, is 0 (spin, then park as `drainer_`).
-//                   WRITER set: spin, queue.
-//   unlock          clear WRITER; QUEUED: wake the head of the queue — a writer,
-//                   or every queued reader — to compete again.
-//
-// The two sides meet Dekker-style (seq_cst): a reader counts in and then reads
-// state_; a writer sets WRITER and then reads used_ and the slots it marks
-// (every `left`, then every `entered`: counts landing between the two passes
-// can only make the sum too high). At least one of them sees the other, so a
-// reader never enters under a writer; a reader marks its slot before it counts
-// in, so a writer that sees the count-in sees the mark too. (A count-out
-// through a slot the writer's used_ did not show only leaves the sum too high
-// until its next look, which shows it.) Plain stores make the pair asymmetric
-// (as in liburcu): such a store may still sit in its core's store buffer when
-// the reader loads state_, so the writer supplies the fence, with
-// sys_membarrier (MEMBARRIER_CMD_PRIVATE_EXPEDITED: a full barrier on every
-// core running one of our threads), a few µs:
-//   - Leaving (owned slot): a writer about to park waiting for readers first
-//     runs the barrier and re-reads the slots. Either the reader's store was
-//     before the barrier (the writer sees it) or its load of state_ is after it
-//     (it sees WRITER and drainer_ and unparks the writer).
-//   - Entering (bias): reader bias as in biased locking (Kawachiya et al.) and
-//     BRAVO (Dice & Kogan): the first reader with an owned slot biases the lock
-//     to its thread, which then counts in with a plain store and no fence — a
-//     read costs no RMW at all. The first writer from any other thread revokes
-//     the bias for good and runs the barrier before reading the slots: the
-//     biased reader's count-in is visible, or it sees WRITER and backs off. A
-//     biased reader that read the bias before the revocation but stored after
-//     the barrier re-reads state_ after its store and, finding the bias
-//     revoked, fences and re-reads state_ (later writers run no barrier). The
-//     biased thread's own writes need no barrier: its stores are in its program
-//     order.
-// The SPIN model tests/model/shared_mutex.pml checks both pairs with per-thread
-// FIFO store buffers, and catches each barrier or re-check left out. (It keeps
-// the bias in a variable of its own and reads it apart from WRITER; reading
-// both in one load of state_, as the code does, is one of the interleavings it
-// checks.) Where the
-// kernel lacks membarrier, no slot is owned, nothing is biased and every count
-// is an RMW.
-//
-// Preference and fairness: barging with eventual fairness, as tessera::mutex.
-// Readers never block a writer from taking WRITER (so a stream of readers cannot
-// starve a writer: new readers back off as soon as it is set), and writers
-// barge. A waiter queued longer than `handoff_after` (1 ms) is handed the lock
-// by the next unlock() — a writer gets WRITER directly; the queued readers are
-// counted in and enter together — at most once per ms (per 100 µs when the head
-// waiter is a fiber, as tessera::mutex). So neither side starves
-// and, when callers outnumber cores, no convoy forms: while a thread is parked
-// the others keep the lock busy. (The previous FIFO-with-batching box office
-// convoyed there: read-mostly, 8 threads on 2 cores, 1.7 M iterations/s against
-// 40 M for std::shared_mutex.)
-//
-// Cost: an uncontended lock_shared/unlock_shared is, on the biased thread, no
-// atomic RMW at all: plain loads and stores to the caller's own slot line and
-// four loads of state_, about 30 instructions for the pair; on another thread
-// with an owned slot one RMW (two without one). (Keeping the bias in state_
-// and the slot's byte offset in the thread's code took the pair from ~45
-// instructions to ~31 — callgrind, semabench's read-mostly loop — and that
-// loop, one thread, from 6.8 to 6.3 ns an iteration: 2.5x to 2.7x
-// std::shared_mutex.) lock() also reads 2 words per slot in use
-// (one thread: the hand-off slot and its own), and the first write by a thread
-// other than the biased one runs one membarrier. (On one thread, used_ took a
-// lock/unlock pair from 38 ns, when lock() read all 32 slots, to 17 ns, against
-// 19-21 ns for std::shared_mutex.) sizeof is (kSlots + 1) cache lines, about
-// 2 KiB: this lock is for read-mostly data shared by many threads — one per
-// table, not one per element (use tessera::mutex there). (semabench
-// read-mostly, 2 cores: 16 slots reached 1.7-2.2x std::shared_mutex at 32
-// threads, 32 slots 2.4-3.1x; the bias took one thread from 1.4-1.7x to
-// 2.2-2.5x.)
-//
-// Contract: std::shared_timed_mutex's interface (shared_mutex: the untimed
-// part), for fibers and OS threads mixed on one lock. try_lock_for/until and
-// try_lock_shared_for/until never return false before the deadline, and a caller
-// that times out leaves nothing behind (a waiter handed the lock as it timed out
-// keeps it and returns true). try_lock and try_lock_shared fail only when the
-// lock is held the other way (or, for try_lock, held shared). unlock()
-// synchronizes-with every later acquisition; unlock_shared() with the next
-// lock(). Spurious wake-ups: none visible. Who may call: any fiber or thread;
-// unlock*() only a holder. Misuse (TESSERA_CHECKS): unlock() when not held
-// exclusively, unlock_shared() when not held shared, destroying it held or with
-// waiters, abort with a message naming the type and the rule.
+// How readers and writers meet (a Dekker pair made asymmetric with
+// sys_membarrier, and reader bias) is told in sync/shared_mutex.cpp and
+// model-checked in tests/model/shared_mutex.pml.
 #pragma once
 
 #include <atomic>
@@ -299,8 +226,9 @@ class shared_timed_mutex {
   bool acquire(const std::chrono::steady_clock::time_point* deadline);
   bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
   template <class TryBarge>
-  detail::acquire_result wait_in_queue(bool shared, const std::chrono::steady_clock::time_point* deadline,
-                    TryBarge&& barge);
+  detail::acquire_result wait_in_queue(bool shared,
+                                       const std::chrono::steady_clock::time_point* deadline,
+                                       TryBarge&& barge);
   bool drain(const std::chrono::steady_clock::time_point* deadline);
   std::int64_t readers_inside() const noexcept;
   void back_off(slot& mine, std::uint32_t slot_code) noexcept;

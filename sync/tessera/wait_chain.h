@@ -1,7 +1,7 @@
 // tessera/wait_chain.h — address- and key-based waiting over park/unpark.
 //
 // Implements the waiting chains of Dice & Kogan, "Semaphores Augmented with a
-// Waiting Array" (seed 001): Listing 3 (`AddressWaitUntil`, `AddressSignal`,
+// Waiting Array": Listing 3 (`AddressWaitUntil`, `AddressSignal`,
 // `AddressSignalPolite`) and Listing 4 (`KeyMonitor`, `KeyWait`, `KeySignal`).
 //
 // One process-wide table of 4096 wait chains. Each chain is a concurrent
@@ -78,7 +78,9 @@ void poke(wait_element* e) noexcept;
 
 /// Detach-all and poke: Listing 3's AddressSignal on one chain. The caller must
 /// have published its condition with a seq_cst RMW or fence beforehand.
-inline void signal_chain(wait_chain& c) noexcept { poke(c.head.exchange(nullptr)); }
+inline void signal_chain(wait_chain& c) noexcept {
+  poke(c.head.exchange(nullptr));
+}
 
 /// Listing 3's polite signal: skip the exchange if the chain is empty. Precondition
 /// as signal_chain (a seq_cst RMW/fence between publishing the condition and this).

@@ -38,7 +38,8 @@ class wait_group {
   }
   void done() { add(-1); }
   void wait() const {
-    for (std::int64_t c; (c = count_.load(std::memory_order_acquire)) != 0;) atomic_wait(&count_, c);
+    for (std::int64_t c; (c = count_.load(std::memory_order_acquire)) != 0;)
+      atomic_wait(&count_, c);
   }
   std::int64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
 

@@ -1,4 +1,4 @@
-/* SPIN model of Tessera's waiting chain (seed 001, Listing 3) as implemented in
+/* SPIN model of Tessera's waiting chain (Dice & Kogan, "Semaphores Augmented with a Waiting Array", Listing 3) as implemented in
  * sync/tessera/wait_chain.h (chain_wait) and sync/wait_chain.cpp (withdraw, poke).
  *
  * Processes: NW waiters on one chain, each waiting for its own condition (so

@@ -14,7 +14,9 @@ namespace tessera::detail {
 
 /// The OS thread's yield (sched_yield): for locks held on a scheduling path,
 /// which must never switch fibers.
-inline void os_yield() noexcept { ::sched_yield(); }
+inline void os_yield() noexcept {
+  ::sched_yield();
+}
 
 /// Test-and-test-and-set lock for critical sections of a few instructions that
 /// never park: uncontended, one exchange to lock and one store to unlock.

@@ -40,9 +40,10 @@ futex_status futex_wait(std::atomic<T>* word, T expected,
           std::chrono::duration_cast<std::chrono::nanoseconds>(since - secs).count());
     }
   }
-  const long r = ::syscall(SYS_futex, reinterpret_cast<T*>(word),
-                           FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, static_cast<std::uint32_t>(expected),
-                           deadline != nullptr ? &ts : nullptr, nullptr, FUTEX_BITSET_MATCH_ANY);
+  const long r =
+      ::syscall(SYS_futex, reinterpret_cast<T*>(word), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                static_cast<std::uint32_t>(expected), deadline != nullptr ? &ts : nullptr, nullptr,
+                FUTEX_BITSET_MATCH_ANY);
   if (r == 0) return futex_status::woken;
   if (errno == ETIMEDOUT) return futex_status::timed_out;
   if (errno == EAGAIN) return futex_status::mismatch;
@@ -53,8 +54,8 @@ futex_status futex_wait(std::atomic<T>* word, T expected,
 template <class T>
 void futex_wake(std::atomic<T>* word, int count) noexcept {
   static_assert(sizeof(std::atomic<T>) == 4 && std::is_integral_v<T>, "futex words are 32 bits");
-  ::syscall(SYS_futex, reinterpret_cast<T*>(word), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count,
-            nullptr, nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<T*>(word), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count, nullptr,
+            nullptr, 0);
 }
 
 }  // namespace tessera::detail

@@ -1,13 +1,13 @@
 // tessera/baseline/preshing_shared_mutex.h — preshing_shared_mutex: Preshing's
-// reader-writer box office (seed 002, "NonRecursiveRWLock") with two TWA
-// semaphores as bouncers.
+// reader-writer box office (Preshing, "Semaphores are Surprisingly Versatile":
+// "NonRecursiveRWLock") with two TWA semaphores as bouncers.
 //
 // Kept beside tessera::shared_mutex for comparison, not as the default: its
 // bouncers hand the lock over FIFO through semaphores, so under
-// oversubscription every write stalls all readers behind parked threads —
-// semabench's read-mostly loop (rw:*) with 8 threads on 2 cores: 1.2 M
-// iterations/s against 93 M for shared_mutex (shared_timed_mutex.h) and 32 M
-// for std::shared_mutex. Same interface and contract as shared_mutex.
+// oversubscription every write stalls all readers behind parked threads (an
+// order of magnitude behind both shared_mutex and std::shared_mutex in
+// semabench's read-mostly loop: docs/benchmarks.md). Same interface and
+// contract as shared_mutex.
 //
 // Box office: one 64-bit `status_` word of three 21-bit counts.
 //
@@ -17,11 +17,14 @@
 //
 //   operation       box office (one CAS / fetch_add)                 then
 //   lock_shared     writers == 0 ? ++readers : ++wait_to_read         wait on read_gate_ if queued
-//   unlock_shared   --readers                                         last reader and writers > 0: release write_gate_
-//   lock            ++writers                                         readers or writers before: wait on write_gate_
-//   unlock          --writers; readers = wait_to_read, wait_to_read = 0
-//                                                                     wait_to_read ? release read_gate_ (all of them)
-//                                                                     : writers left ? release write_gate_
+//   unlock_shared   --readers                                         last reader and writers > 0:
+//   release write_gate_ lock            ++writers                                         readers
+//   or writers before: wait on write_gate_ unlock          --writers; readers = wait_to_read,
+//   wait_to_read = 0
+//                                                                     wait_to_read ? release
+//                                                                     read_gate_ (all of them) :
+//                                                                     writers left ? release
+//                                                                     write_gate_
 //
 // Preference: neither side starves. With no writer around, readers take no lock
 // at all — one CAS on the word. A writer that arrives blocks *new* readers

@@ -1,4 +1,5 @@
-// tessera/baseline/ticket_semaphore.h — Ticket-Semaphore (seed 001, Listing 1): the baseline.
+// tessera/baseline/ticket_semaphore.h — Ticket-Semaphore (Dice & Kogan, "Semaphores Augmented with
+// a Waiting Array", Listing 1): the baseline.
 //
 // A ticket lock turned into a semaphore: `acquire` takes a ticket with one
 // fetch_add and spins until the grant passes it; `release` advances the grant.

@@ -1,5 +1,5 @@
 // tessera/baseline/twa_spin_semaphore.h — TWA-Semaphore with a spinning waiting array
-// (seed 001, Listing 2), kept so the benchmark can compare it.
+// (Dice & Kogan, Listing 2), kept so the benchmark can compare it.
 //
 // Waiters within LongTermThreshold (1) of the grant spin on the grant; waiters
 // further back spin on a slot of a process-wide waiting array of update

@@ -1,8 +1,8 @@
 // tessera/detail/barging_semaphore.h — the box office behind
 // counting_semaphore's admission::barging (contract in tessera/semaphore.h).
 //
-// Box office / bouncer (seed 002) as in tessera/mutex.h, with a count where the
-// mutex has a LOCKED bit. One 64-bit word, `state_`:
+// Box office / bouncer (Preshing, "Semaphores are Surprisingly Versatile") as in tessera/mutex.h,
+// with a count where the mutex has a LOCKED bit. One 64-bit word, `state_`:
 //
 //   bits 2..63  count   free permits (at most kMaxCount = 2^62 - 1)
 //   bit 1       WOKEN   queued waiters were woken to compete and at least one

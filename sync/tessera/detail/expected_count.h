@@ -11,7 +11,7 @@
 namespace tessera::detail {
 
 [[noreturn, gnu::cold, gnu::noinline]] inline void throw_bad_expected(const char* type,
-                                                                       std::ptrdiff_t expected) {
+                                                                      std::ptrdiff_t expected) {
   throw std::invalid_argument(std::string(type) + ": expected count " + std::to_string(expected) +
                               " is outside [0, max()]");
 }

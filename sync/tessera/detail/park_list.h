@@ -17,10 +17,10 @@ namespace tessera::detail {
 /// What a parked caller was given when it was taken off its list (the mark
 /// park_list::mark stores in park_node::woken), and what await_taken reports.
 enum class park_mark : int {
-  none = 0,     ///< not taken: still queued, or (await_taken) left the list at the deadline
-  woken = 1,    ///< woken to compete again (a barging lock), notified, or admitted
-  handed = 2,   ///< given what it waited for: the lock, a permit, a channel value
-  closed = 3,   ///< the channel closed under it: nothing happened
+  none = 0,         ///< not taken: still queued, or (await_taken) left the list at the deadline
+  woken = 1,        ///< woken to compete again (a barging lock), notified, or admitted
+  handed = 2,       ///< given what it waited for: the lock, a permit, a channel value
+  closed = 3,       ///< the channel closed under it: nothing happened
   not_queued = -1,  ///< queue_while only: the wait condition cleared before it could queue
 };
 
@@ -126,8 +126,8 @@ struct never_give_up {
 /// and park_mark::none is returned; a node taken just as it left returns what
 /// it was given.
 template <class Lock, class OnLeft, class GiveUp = never_give_up>
-park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline, Lock& lock,
-                park_list& list, OnLeft&& on_left, GiveUp give_up = {}) {
+park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline,
+                      Lock& lock, park_list& list, OnLeft&& on_left, GiveUp give_up = {}) {
   for (;;) {
     if (const park_mark v = n.woken.load(std::memory_order_acquire); v != park_mark::none) return v;
     if (!give_up()) {
@@ -158,8 +158,8 @@ park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point*
 /// be queued (the caller tries again).
 template <class Word, class Blocked, class Link, class Lock>
 park_mark queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& lock,
-                park_list& list, park_node& n, Link&& link,
-                const std::chrono::steady_clock::time_point* deadline) {
+                      park_list& list, park_node& n, Link&& link,
+                      const std::chrono::steady_clock::time_point* deadline) {
   lock.lock();
   Word s = state.load(std::memory_order_relaxed);
   bool ok = false;
@@ -184,9 +184,9 @@ park_mark queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, 
 /// queue_while() for the locks: blocked while the `held` bits are set; a
 /// re-queued waiter goes back to the front, where it was woken from.
 template <class Word, class Lock>
-park_mark queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock, park_list& list,
-                     park_node& n, bool requeue,
-                     const std::chrono::steady_clock::time_point* deadline) {
+park_mark queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock,
+                           park_list& list, park_node& n, bool requeue,
+                           const std::chrono::steady_clock::time_point* deadline) {
   return queue_while(
       state, [held](Word s) { return (s & held) != 0; }, queued, lock, list, n,
       [requeue](park_list& l, park_node& m) { requeue ? l.push_front(m) : l.push_back(m); },
@@ -256,8 +256,8 @@ enum class acquire_result : std::uint8_t {
 /// retries as it is. The deadline is checked only after a failed barge, so a
 /// woken waiter always retries before it gives up.
 template <class TryBarge, class Queue>
-acquire_result barge_or_queue(const std::chrono::steady_clock::time_point* deadline, unsigned spin_budget,
-                   TryBarge&& try_barge, Queue&& queue) {
+acquire_result barge_or_queue(const std::chrono::steady_clock::time_point* deadline,
+                              unsigned spin_budget, TryBarge&& try_barge, Queue&& queue) {
   unsigned spins = spin_budget;
   std::chrono::steady_clock::time_point since{};
   bool requeue = false;
