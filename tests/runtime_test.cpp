@@ -3,6 +3,7 @@
 // shutdown, stack overflow reporting.
 #include <tessera/barrier.h>
 #include <tessera/latch.h>
+#include <tessera/mutex.h>
 #include <tessera/wait_group.h>
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>
@@ -373,15 +374,19 @@ TEST(Scheduler, YieldInterleavesFibersOnOneWorker) {
 TEST(Scheduler, RunnextCannotStarveTheQueue) {
   // Two fibers wake each other forever through the runnext slot. The root's
   // timer must still fire and the root run again (from the deque), and a fiber
-  // it starts then must run too.
+  // it starts then must run too. Starved, the root never wakes: the watchdog
+  // fails the test with a message.
+  watchdog dog("runnext starvation", 60s);
   Runtime rt({.workers = 1});
   rt.run([] {
     std::atomic<bool> stop{false};
+    std::atomic<long> rounds{0};
     counting_semaphore<> ping(0), pong(0);
     fiber a([&] {
       while (!stop.load()) {
         ping.release();
         pong.acquire();
+        rounds.fetch_add(1, std::memory_order_relaxed);
       }
       ping.release();
     });
@@ -393,12 +398,18 @@ TEST(Scheduler, RunnextCannotStarveTheQueue) {
       pong.release();
     });
     this_fiber::sleep_for(5ms);  // a and b now ping-pong through runnext
-    fiber c([&] { stop = true; });
+    const long while_asleep = rounds.load();
+    bool c_ran = false;
+    fiber c([&] {
+      c_ran = true;
+      stop = true;
+    });
     c.join();
     a.join();
     b.join();
+    EXPECT_GT(while_asleep, 0) << "the pair never ran while the root slept";
+    EXPECT_TRUE(c_ran);
   });
-  SUCCEED();
 }
 
 TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
@@ -510,23 +521,37 @@ TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
 }
 
 TEST(Fiber, ManyParkedFibersAreReleasedInOrder) {
-  // 2000 fibers park on one semaphore; releases admit them in FIFO order.
+  // 2000 fibers park on one semaphore, one after another (each starts only once
+  // the one before it waits); single releases then admit them oldest first.
+  watchdog dog("2000 parked fibers in order", 120s);
   Runtime rt({.workers = 2});
   rt.run([] {
     constexpr int kFibers = 2000;
     counting_semaphore<> s(0);
-    std::atomic<int> admitted{0};
+    std::vector<int> order;
+    order.reserve(kFibers);
+    tessera::mutex order_mu;
     std::vector<fiber> fs;
     for (int i = 0; i < kFibers; ++i) {
-      fs.emplace_back([&] {
+      fs.emplace_back([&, i] {
         s.acquire();
-        admitted.fetch_add(1);
+        std::lock_guard lock(order_mu);
+        order.push_back(i);
       });
+      while (s.waiting() < i + 1) this_fiber::yield();
     }
-    while (s.waiting() < kFibers) this_fiber::yield();
-    s.release(kFibers);
+    for (int k = 0; k < kFibers; ++k) {
+      s.release();
+      for (;;) {
+        std::unique_lock lock(order_mu);
+        if (order.size() == static_cast<std::size_t>(k + 1)) break;
+        lock.unlock();
+        this_fiber::yield();
+      }
+    }
     for (auto& f : fs) f.join();
-    EXPECT_EQ(admitted.load(), kFibers);
+    ASSERT_EQ(order.size(), static_cast<std::size_t>(kFibers));
+    for (int k = 0; k < kFibers; ++k) ASSERT_EQ(order[k], k) << "admission " << k;
   });
 }
 

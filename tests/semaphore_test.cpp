@@ -71,6 +71,40 @@ TYPED_TEST(AnySemaphore, NegativeReleaseThrowsAndChangesNothing) {
   EXPECT_FALSE(s.try_acquire());
 }
 
+// The spinning baselines admit in ticket order: arrivals sequenced by the
+// tickets themselves, then one release at a time admits exactly the next one.
+template <class S>
+class TicketBaseline : public ::testing::Test {};
+using TicketBaselineTypes = ::testing::Types<ticket_semaphore, twa_spin_semaphore>;
+TYPED_TEST_SUITE(TicketBaseline, TicketBaselineTypes);
+
+TYPED_TEST(TicketBaseline, AdmitsInTicketOrder) {
+  watchdog dog("ticket baseline FIFO", 60s);
+  constexpr int kThreads = 4;
+  TypeParam s(0);
+  std::mutex order_mu;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      s.acquire();
+      std::lock_guard lock(order_mu);
+      order.push_back(i);
+    });
+    ASSERT_TRUE(eventually([&] { return s.tickets_taken() == static_cast<std::uint64_t>(i + 1); }));
+  }
+  for (int k = 0; k < kThreads; ++k) {
+    s.release();
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard lock(order_mu);
+      return order.size() == static_cast<std::size_t>(k + 1);
+    }));
+  }
+  for (auto& t : threads) t.join();
+  const std::vector<int> want{0, 1, 2, 3};
+  EXPECT_EQ(order, want);
+}
+
 // ---------------------------------------------------------------------------
 // The TWA semaphore, under several waiting strategies.
 struct tuning {
@@ -643,13 +677,15 @@ TEST(TwaSpinSemaphore, SoleFarWaiterIsPokedWhenItComesWithinThreshold) {
     s.acquire();
     admitted.fetch_add(1);
   });  // ticket 0: near
-  ASSERT_TRUE(eventually([&] { return !s.try_acquire() && admitted.load() == 0; }));
-  std::this_thread::sleep_for(5ms);  // let `near` take ticket 0 before `far` arrives
+  // Sequenced by the tickets themselves: `far` starts only once `near` holds
+  // ticket 0, and the release comes only once `far` holds ticket 1.
+  ASSERT_TRUE(eventually([&] { return s.tickets_taken() == 1; }));
   std::thread far([&] {
     s.acquire();
     admitted.fetch_add(1);
   });  // ticket 1: far
-  std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(eventually([&] { return s.tickets_taken() == 2; }));
+  ASSERT_EQ(admitted.load(), 0);
   s.release();  // admits ticket 0; ticket 1 comes within the threshold: must be poked
   ASSERT_TRUE(eventually([&] { return admitted.load() == 1; }));
   s.release();

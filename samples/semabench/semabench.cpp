@@ -302,22 +302,59 @@ std::string human(double ops) {
   return buf;
 }
 
+// The plot's families, one panel each; an implementation belongs to the first
+// family whose test matches its name.
+const char* family_of(const std::string& impl) {
+  if (impl.rfind("rw:", 0) == 0) return "reader-writer locks (read-mostly loop)";
+  if (impl.find("mutex") != std::string::npos || impl.find("Mutex") != std::string::npos) {
+    return "mutexes (lock as a binary semaphore)";
+  }
+  return "semaphores";
+}
+
+bool is_tessera(const std::string& impl) {
+  return impl == "twa" || impl == "twa-fifo" || impl == "barging" ||
+         impl.find("tessera::") != std::string::npos;
+}
+
+// One panel per family, a distinct colour and marker per series within a
+// panel; Tessera's series drawn thick and solid, the peers thin and dashed.
 bool write_plot(const std::string& csv, const std::string& png,
                 const std::vector<std::string>& impls) {
-  std::string script = "set terminal pngcairo size 1000,650 noenhanced font 'sans,11'\n";
+  static const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                         "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  static const int kMarkers[] = {7, 5, 9, 11, 13, 1, 2, 3};
+  std::vector<std::string> families;
+  for (const auto& i : impls) {
+    if (std::find(families.begin(), families.end(), family_of(i)) == families.end()) {
+      families.push_back(family_of(i));
+    }
+  }
+  std::string script = "set terminal pngcairo size 1500,640 noenhanced font 'sans,10'\n";
   script += "set output '" + png + "'\n";
   script +=
-      "set title 'semabench: aggregate throughput vs threads (median of runs)'\n"
+      "set datafile separator ','\nset logscale y\nset logscale x 2\nset grid\n"
       "set xlabel 'threads'\nset ylabel 'iterations / s (log scale)'\n"
-      "set logscale y\nset logscale x 2\nset grid\nset key outside right\n"
-      "set datafile separator ','\n";
-  script += "plot ";
-  for (std::size_t i = 0; i < impls.size(); ++i) {
-    if (i) script += ", ";
-    script += "'" + csv + "' using (strcol(1) eq '" + impls[i] +
-              "' ? $2 : NaN):3 with linespoints lw 2 title '" + impls[i] + "'";
+      "set format y '%.0s%c'\nset mytics 10\n"
+      "set key below left Left reverse maxcols 2 maxrows 4 font 'sans,9'\nset bmargin 9\n";
+  script += "set multiplot layout 1," + std::to_string(families.size()) +
+            " title 'semabench: aggregate throughput vs threads (median of runs; thick = "
+            "Tessera)'\n";
+  for (const auto& fam : families) {
+    script += "set title '" + fam + "'\nplot ";
+    std::size_t k = 0;
+    for (const auto& i : impls) {
+      if (family_of(i) != fam) continue;
+      const bool ours = is_tessera(i);
+      if (k != 0) script += ", ";
+      script += "'" + csv + "' using (strcol(1) eq '" + i + "' ? $2 : NaN):3 with linespoints" +
+                " lc rgb '" + kColours[k % 8] + "' pt " + std::to_string(kMarkers[k % 8]) +
+                " ps 1.2 lw " + (ours ? "3.5 dt 1" : "1.5 dt 2") + " title '" + i + "'";
+      ++k;
+    }
+    script += "\n";
   }
-  script += "\n";
+  script += "unset multiplot\n";
   FILE* gp = popen("gnuplot 2>&1", "w");
   if (gp == nullptr) return false;
   std::fputs(script.c_str(), gp);

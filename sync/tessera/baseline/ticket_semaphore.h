@@ -65,6 +65,10 @@ class ticket_semaphore {
     grant_.fetch_add(static_cast<std::uint64_t>(update), std::memory_order_release);
   }
 
+  /// Tickets taken so far (acquirers that started waiting or got in), for tests
+  /// that sequence arrivals. A snapshot: relaxed.
+  std::uint64_t tickets_taken() const noexcept { return ticket_.load(std::memory_order_relaxed); }
+
  private:
   alignas(128) std::atomic<std::uint64_t> ticket_{0};
   std::atomic<std::uint64_t> grant_{0};

@@ -62,6 +62,10 @@ class twa_spin_semaphore {
   /// of each ticket that came within the threshold. Precondition: update >= 0.
   void release(std::ptrdiff_t update = 1);
 
+  /// Tickets taken so far (acquirers that started waiting or got in), for tests
+  /// that sequence arrivals. A snapshot: relaxed.
+  std::uint64_t tickets_taken() const noexcept { return ticket_.load(std::memory_order_relaxed); }
+
  private:
   void acquire_slow(std::uint64_t tx) noexcept;
   std::uint32_t hash(std::uint64_t ticket) const noexcept {
