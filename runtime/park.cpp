@@ -77,6 +77,7 @@ struct thread_waiter_pool {
       if (!free_list.empty()) {
         waiter* w = free_list.back();
         free_list.pop_back();
+        ++w->generation;  // a new owner
         return w;
       }
     }

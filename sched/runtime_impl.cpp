@@ -55,6 +55,7 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   f->link = nullptr;
   f->last_worker.store(home, std::memory_order_relaxed);
   f->w.state.store(kEmpty, std::memory_order_relaxed);
+  ++f->w.generation;  // a new owner of a possibly recycled record
   live.fetch_add(1, std::memory_order_relaxed);
   fibers_started.fetch_add(1, std::memory_order_relaxed);
 }

@@ -29,19 +29,9 @@
 
 namespace tessera::detail {
 
-// Why a count the semaphore type allows is refused by the barging core.
-constexpr const char* kBargingCap = " (barging admission holds at most 2^62-1)";
-
 struct barging_semaphore::node : park_node {
   std::chrono::steady_clock::time_point since;  // first queued in this acquire
 };
-
-barging_semaphore::barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max) {
-  if (desired < 0 || desired > limit(max)) {
-    throw_bad_initial(desired, max, desired > kMaxCount ? kBargingCap : "");
-  }
-  state_.store(static_cast<std::uint64_t>(desired) * kOne, std::memory_order_relaxed);
-}
 
 barging_semaphore::~barging_semaphore() {
 #if TESSERA_CHECKS

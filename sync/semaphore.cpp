@@ -115,17 +115,6 @@ constexpr std::chrono::microseconds kLobbyFairnessThread{1000};
 
 }  // namespace
 
-twa_semaphore::twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
-    : window_(mode == admission::fifo
-                  ? 0
-                  : twa_config().admission_window.load(std::memory_order_relaxed)),
-      // Drop the low bits, which alignment makes zero, before they enter TWAHash.
-      hash_base_(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) *
-                 0x9E37u) {
-  if (desired < 0 || desired > max) throw_bad_initial(desired, max, "");
-  grant_.store(static_cast<std::uint64_t>(desired), std::memory_order_relaxed);
-}
-
 twa_semaphore::~twa_semaphore() {
 #if TESSERA_CHECKS
   const auto queued = static_cast<std::int64_t>(ticket_.load() - grant_.load());

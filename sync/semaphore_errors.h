@@ -5,13 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tessera/detail/barging_semaphore.h"
 #include "tessera/detail/cpu.h"
 
 namespace tessera::detail {
 
-/// Throws std::invalid_argument: initial count `desired` is outside [0, max()];
-/// `why` is appended (empty, or the core's own tighter cap).
-[[noreturn]] void throw_bad_initial(std::ptrdiff_t desired, std::ptrdiff_t max, const char* why);
+// throw_bad_initial: tessera/detail/barging_semaphore.h (the constructors use it).
 #if TESSERA_CHECKS
 /// Aborts: the semaphore was destroyed while threads or fibers waited on it.
 [[noreturn]] void destroyed_with_waiters() noexcept;

@@ -2,6 +2,8 @@
 #include <tessera/atomic_wait.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -85,6 +87,76 @@ TEST_P(AtomicWaitIn, TimedWaitTimesOutNeverEarlyAndSucceedsOnChange) {
       atomic_notify_all(&a);
     }
   });
+}
+
+// The standard waits on any trivially copyable T, compared by value
+// representation: floating point, small and large structs (the large one is
+// not lock-free), volatile atomics, and the _explicit spelling.
+struct small_pair {
+  std::int16_t a;
+  std::int16_t b;
+};
+struct large_block {
+  std::int64_t v[6];
+};
+
+// Waits in one participant for `a` to leave `from`, while the other stores `to`.
+template <class A, class T>
+void wait_for_change(exec_kind kind, A& a, T from, T to) {
+  std::atomic<bool> waiting{false};
+  run_all(kind, 2, [&](int who) {
+    if (who == 0) {
+      waiting = true;
+      atomic_wait_explicit(&a, from, std::memory_order_acquire);
+      const T seen = a.load();
+      EXPECT_EQ(std::memcmp(&seen, &to, sizeof(T)), 0);
+    } else {
+      while (!waiting.load()) yield_now();
+      a.store(to);
+      atomic_notify_all(&a);
+    }
+  });
+}
+
+TEST_P(AtomicWaitIn, WaitsOnFloatingPointByValueRepresentation) {
+  watchdog dog("atomic_wait float/double", 60s);
+  std::atomic<float> f{1.5f};
+  wait_for_change(GetParam(), f, 1.5f, 2.5f);
+  std::atomic<double> d{0.0};
+  // -0.0 == 0.0, but its representation differs: the standard's wait returns.
+  wait_for_change(GetParam(), d, 0.0, -0.0);
+  // And a value whose representation is unchanged does not end a wait.
+  std::atomic<double> same{-0.0};
+  EXPECT_FALSE(atomic_wait_until(&same, -0.0, clock::now() + 5ms));
+  EXPECT_TRUE(atomic_wait_until(&same, 0.0, clock::now() + 5ms));
+}
+
+TEST_P(AtomicWaitIn, WaitsOnSmallAndLargeStructs) {
+  watchdog dog("atomic_wait structs", 60s);
+  std::atomic<small_pair> p{small_pair{1, 2}};
+  static_assert(std::atomic<small_pair>::is_always_lock_free);
+  wait_for_change(GetParam(), p, small_pair{1, 2}, small_pair{1, 3});
+  std::atomic<large_block> b{large_block{{1, 2, 3, 4, 5, 6}}};
+  static_assert(!std::atomic<large_block>::is_always_lock_free);
+  wait_for_change(GetParam(), b, large_block{{1, 2, 3, 4, 5, 6}}, large_block{{1, 2, 3, 4, 5, 7}});
+}
+
+TEST_P(AtomicWaitIn, WaitsOnVolatileAtomics) {
+  watchdog dog("atomic_wait volatile", 60s);
+  volatile std::atomic<int> v{0};
+  std::atomic<bool> waiting{false};
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      waiting = true;
+      atomic_wait(&v, 0);
+      EXPECT_EQ(v.load(), 1);
+    } else {
+      while (!waiting.load()) yield_now();
+      v.store(1);
+      atomic_notify_one(&v);
+    }
+  });
+  EXPECT_FALSE(atomic_wait_until(&v, 1, clock::now() + 2ms));
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include <tessera/barrier.h>
 #include <tessera/latch.h>
 #include <tessera/mutex.h>
-#include <tessera/wait_group.h>
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>
+#include <tessera/wait_group.h>
 
 #include <algorithm>
 #include <atomic>

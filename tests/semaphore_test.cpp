@@ -1,8 +1,8 @@
 // Semaphores: the TWA counting_semaphore (behaviour, FIFO, timeouts, the timed-
 // acquisition stress, misuse) and the Listing 1/2 baselines.
-#include <tessera/semaphore.h>
 #include <tessera/baseline/ticket_semaphore.h>
 #include <tessera/baseline/twa_spin_semaphore.h>
+#include <tessera/semaphore.h>
 
 #include <algorithm>
 #include <array>

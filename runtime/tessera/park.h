@@ -69,6 +69,14 @@ class alignas(64) waiter {
   const park_ops* ops = nullptr;
   /// Owner-defined context (the fiber record for fibers, null for threads).
   void* context = nullptr;
+  /// The identity's location-wait element (tessera/location_wait.h), created at
+  /// its first location_wait and kept, like the record, for good. Touched only
+  /// by the record's current owner.
+  void* location_element = nullptr;
+  /// Changes whenever the record is handed to a new owner (a thread or fiber
+  /// starting on a recycled record), so state an earlier owner left behind can
+  /// be told from the current owner's.
+  std::uint32_t generation = 0;
 };
 
 /// The caller's identity: the current fiber, else the calling OS thread.

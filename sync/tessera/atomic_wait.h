@@ -18,7 +18,14 @@
 // - Memory ordering: atomic_wait loads with `order` (default seq_cst, acquire or
 //   relaxed allowed); the notify contains a seq_cst fence, so the store that
 //   changed the value may use any order.
-// - Who may call: fibers and OS threads. T: integral or pointer types (lock-free).
+// - Who may call: fibers and OS threads.
+// - T: any trivially copyable type, as the standard's: integers and pointers
+//   compare with ==; anything else (float, double, structs) by value
+//   representation (padding cleared first), so -0.0 and +0.0 differ and a NaN
+//   equals itself. Atomics that are not lock-free (large structs) work too:
+//   their loads take libatomic's lock, the wait does not. volatile atomics
+//   are accepted. atomic_wait_explicit is the standard's spelling of the
+//   form with a memory order.
 // - Name lookup: these are function objects, so an unqualified call never
 //   picks std::atomic_notify_one & co. by argument-dependent lookup.
 #pragma once
@@ -28,15 +35,40 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace tessera {
 
+/// What std::atomic<T>::wait accepts: any trivially copyable T.
 template <class T>
-concept atomic_waitable = (std::is_integral_v<T> ||
-                           std::is_pointer_v<T>)&&std::atomic<T>::is_always_lock_free;
+concept atomic_waitable = std::is_trivially_copyable_v<T>;
 
 namespace detail {
+
+/// The standard's comparison for waiting: == for integers, enums and
+/// pointers (the fast path); the value representation for the rest.
+template <class T>
+bool same_value(const T& a, const T& b) noexcept {
+  if constexpr (std::is_integral_v<T> || std::is_pointer_v<T> || std::is_enum_v<T>) {
+    return a == b;
+  } else {
+    T x = a, y = b;
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+    __builtin_clear_padding(&x);
+    __builtin_clear_padding(&y);
+#endif
+#endif
+    return std::memcmp(&x, &y, sizeof(T)) == 0;
+  }
+}
+
+template <class A>
+std::uintptr_t wait_key(A* a) noexcept {
+  return reinterpret_cast<std::uintptr_t>(
+      const_cast<const void*>(static_cast<const volatile void*>(a)));
+}
 
 // Listing 3's optional bounded spinning phase before a waiter joins a chain:
 // a few PAUSE polls, then a few yields; a partner that answers within a couple
@@ -65,9 +97,20 @@ struct atomic_wait_fn {
   template <atomic_waitable T>
   void operator()(const std::atomic<T>* a, std::type_identity_t<T> old,
                   std::memory_order order = std::memory_order_seq_cst) const {
-    auto changed = [&] { return a->load(order) != old; };
+    wait(a, old, order);
+  }
+  template <atomic_waitable T>
+  void operator()(const volatile std::atomic<T>* a, std::type_identity_t<T> old,
+                  std::memory_order order = std::memory_order_seq_cst) const {
+    wait(a, old, order);
+  }
+
+ private:
+  template <class A, class T>
+  static void wait(A* a, const T& old, std::memory_order order) {
+    auto changed = [&] { return !same_value<T>(a->load(order), old); };
     if (spin_then_yield(changed)) return;
-    address_wait_until(reinterpret_cast<std::uintptr_t>(a), changed);
+    address_wait_until(wait_key(a), changed);
   }
 };
 
@@ -76,16 +119,33 @@ struct atomic_wait_until_fn {
   bool operator()(const std::atomic<T>* a, std::type_identity_t<T> old,
                   std::chrono::steady_clock::time_point deadline,
                   std::memory_order order = std::memory_order_seq_cst) const {
-    auto changed = [&] { return a->load(order) != old; };
+    return wait(a, old, deadline, order);
+  }
+  template <atomic_waitable T>
+  bool operator()(const volatile std::atomic<T>* a, std::type_identity_t<T> old,
+                  std::chrono::steady_clock::time_point deadline,
+                  std::memory_order order = std::memory_order_seq_cst) const {
+    return wait(a, old, deadline, order);
+  }
+
+ private:
+  template <class A, class T>
+  static bool wait(A* a, const T& old, std::chrono::steady_clock::time_point deadline,
+                   std::memory_order order) {
+    auto changed = [&] { return !same_value<T>(a->load(order), old); };
     if (changed()) return true;
-    return address_wait_until(reinterpret_cast<std::uintptr_t>(a), changed, deadline);
+    return address_wait_until(wait_key(a), changed, deadline);
   }
 };
 
 struct atomic_notify_fn {
   template <atomic_waitable T>
   void operator()(const std::atomic<T>* a) const noexcept {
-    address_signal_polite(reinterpret_cast<std::uintptr_t>(a));
+    address_signal_polite(wait_key(a));
+  }
+  template <atomic_waitable T>
+  void operator()(const volatile std::atomic<T>* a) const noexcept {
+    address_signal_polite(wait_key(a));
   }
 };
 
@@ -94,6 +154,10 @@ struct atomic_notify_fn {
 /// `atomic_wait(a, old, order = seq_cst)`: blocks until `a->load(order) != old`.
 /// Precondition: order is not release or acq_rel. Never returns spuriously.
 inline constexpr detail::atomic_wait_fn atomic_wait{};
+
+/// `atomic_wait_explicit(a, old, order)`: the standard's spelling of
+/// atomic_wait with a memory order. Precondition: order is not release or acq_rel.
+inline constexpr detail::atomic_wait_fn atomic_wait_explicit{};
 
 /// `atomic_wait_until(a, old, deadline, order = seq_cst)`: as atomic_wait, but
 /// gives up at `deadline` (steady_clock). Returns true if the value changed,

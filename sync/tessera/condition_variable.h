@@ -48,7 +48,7 @@ namespace detail {
 /// The waiting logic shared by the three condition variables.
 class cv_core {
  public:
-  cv_core() noexcept = default;
+  constexpr cv_core() noexcept = default;
   ~cv_core();
   cv_core(const cv_core&) = delete;
   cv_core& operator=(const cv_core&) = delete;
@@ -60,12 +60,21 @@ class cv_core {
     queue_.push(n);
     lock.unlock();
     const bool woken = queue_.await(n, deadline);
-    lock.lock();
+    relock(lock);
     return woken ? cv_status::no_timeout : cv_status::timeout;
   }
   void notify_one() noexcept { queue_.wake_one(); }
   void notify_all() noexcept { queue_.wake_all(); }
   waiter_queue& queue() noexcept { return queue_; }
+
+  /// Re-takes the caller's lock after a wait. The standard
+  /// ([thread.condvarany.wait]) calls std::terminate when that throws: a
+  /// waiter cannot return, or unwind, without the lock it came in with. The
+  /// noexcept boundary does exactly that.
+  template <class Lock>
+  static void relock(Lock& lock) noexcept {
+    lock.lock();
+  }
 
   /// One wait that a stop request on `stop` also ends. Returns true if notified.
   /// The stop_callback only unparks us, by identity (type-stable: harmless once
@@ -86,7 +95,7 @@ class cv_core {
       lock.unlock();
       woken = queue_.await(n, deadline, stop);
     }
-    lock.lock();
+    relock(lock);
     return woken;
   }
   /// [thread.condvarany.intwait]'s loop: until pred() holds, a stop is
@@ -123,7 +132,7 @@ class cv_core {
 /// A condition variable for std::unique_lock<tessera::mutex>.
 class condition_variable {
  public:
-  condition_variable() noexcept = default;
+  constexpr condition_variable() noexcept = default;
   condition_variable(const condition_variable&) = delete;
   condition_variable& operator=(const condition_variable&) = delete;
 
@@ -165,7 +174,7 @@ class condition_variable {
 /// std::unique_lock<...>, ...).
 class condition_variable_any {
  public:
-  condition_variable_any() noexcept = default;
+  constexpr condition_variable_any() noexcept = default;
   condition_variable_any(const condition_variable_any&) = delete;
   condition_variable_any& operator=(const condition_variable_any&) = delete;
 
@@ -233,7 +242,7 @@ class condition_variable_any {
 /// waiting on *this for that object. Timed forms return false on timeout.
 class condition_variable_atomic {
  public:
-  condition_variable_atomic() noexcept = default;
+  constexpr condition_variable_atomic() noexcept = default;
   condition_variable_atomic(const condition_variable_atomic&) = delete;
   condition_variable_atomic& operator=(const condition_variable_atomic&) = delete;
 

@@ -33,7 +33,8 @@ namespace tessera {
 class auto_reset_event {
  public:
   /// `signalled`: start in the signalled state.
-  explicit auto_reset_event(bool signalled = false) noexcept : status_(signalled ? 1 : 0) {}
+  constexpr explicit auto_reset_event(bool signalled = false) noexcept
+      : status_(signalled ? 1 : 0) {}
   auto_reset_event(const auto_reset_event&) = delete;
   auto_reset_event& operator=(const auto_reset_event&) = delete;
 
@@ -83,7 +84,7 @@ class auto_reset_event {
 
 class manual_reset_event {
  public:
-  explicit manual_reset_event(bool set = false) noexcept : state_(set ? 1u : 0u) {}
+  constexpr explicit manual_reset_event(bool set = false) noexcept : state_(set ? 1u : 0u) {}
   manual_reset_event(const manual_reset_event&) = delete;
   manual_reset_event& operator=(const manual_reset_event&) = delete;
 

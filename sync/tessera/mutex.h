@@ -70,7 +70,7 @@ class mutex_core {
   /// retries, unless an unlock hands it the lock first ("Lost races" above).
   static constexpr std::chrono::microseconds kRetryAfter{200};
 
-  mutex_core() noexcept = default;
+  constexpr mutex_core() noexcept = default;
   mutex_core(const mutex_core&) = delete;
   mutex_core& operator=(const mutex_core&) = delete;
   ~mutex_core();
@@ -104,7 +104,7 @@ class mutex_core {
     unlock_slow();
   }
   bool locked() const noexcept { return (state_.load(std::memory_order_relaxed) & kLocked) != 0; }
-  void set_type(const char* type) noexcept { type_ = type; }
+  constexpr void set_type(const char* type) noexcept { type_ = type; }
 
  private:
   struct node;
@@ -190,7 +190,7 @@ std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration
 /// std::unique_lock, std::scoped_lock. See the header comment for the policy.
 class mutex {
  public:
-  mutex() noexcept = default;
+  constexpr mutex() noexcept = default;
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   void lock() { core_.lock(); }
@@ -205,7 +205,7 @@ class mutex {
 /// mutex plus try_lock_for / try_lock_until (TimedLockable).
 class timed_mutex {
  public:
-  timed_mutex() noexcept { core_.set_type("tessera::timed_mutex"); }
+  constexpr timed_mutex() noexcept { core_.set_type("tessera::timed_mutex"); }
   timed_mutex(const timed_mutex&) = delete;
   timed_mutex& operator=(const timed_mutex&) = delete;
   void lock() { core_.lock(); }
@@ -228,7 +228,7 @@ class timed_mutex {
 /// many times as lock(). Ownership is per fiber (per thread, outside fibers).
 class recursive_mutex {
  public:
-  recursive_mutex() noexcept { core_.set_type("tessera::recursive_mutex"); }
+  constexpr recursive_mutex() noexcept { core_.set_type("tessera::recursive_mutex"); }
   recursive_mutex(const recursive_mutex&) = delete;
   recursive_mutex& operator=(const recursive_mutex&) = delete;
   void lock() {
@@ -252,7 +252,7 @@ class recursive_mutex {
 /// recursive_mutex plus try_lock_for / try_lock_until.
 class recursive_timed_mutex {
  public:
-  recursive_timed_mutex() noexcept { core_.set_type("tessera::recursive_timed_mutex"); }
+  constexpr recursive_timed_mutex() noexcept { core_.set_type("tessera::recursive_timed_mutex"); }
   recursive_timed_mutex(const recursive_timed_mutex&) = delete;
   recursive_timed_mutex& operator=(const recursive_timed_mutex&) = delete;
   void lock() {

@@ -56,6 +56,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -78,7 +79,11 @@ struct twa_tuning {
   /// instead of taking one. Read when a semaphore is constructed. Default 1:
   /// the holder(s) plus one queued successor circulate (see "Concurrency
   /// restriction" above). 0 turns restriction off for semaphores built afterwards.
-  std::atomic<std::uint32_t> admission_window{1};
+  std::atomic<std::uint32_t> admission_window{kDefaultAdmissionWindow};
+
+  /// admission_window's default; also the window of semaphores initialised at
+  /// compile time (constinit), which are built before any code could tune it.
+  static constexpr std::uint32_t kDefaultAdmissionWindow = 1;
 };
 
 /// How a counting_semaphore admits acquirers (a Tessera extension).
@@ -103,7 +108,10 @@ namespace detail {
 /// waiting, waking and cancellation in sync/semaphore.cpp.
 class twa_semaphore {
  public:
-  twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode);
+  /// constexpr: a constinit semaphore needs no dynamic initialisation (its
+  /// window is then twa_tuning::kDefaultAdmissionWindow).
+  constexpr twa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
+      : grant_(checked_initial(desired, max, max, "")), window_(initial_window(mode)) {}
   ~twa_semaphore();
   twa_semaphore(const twa_semaphore&) = delete;
   twa_semaphore& operator=(const twa_semaphore&) = delete;
@@ -194,8 +202,18 @@ class twa_semaphore {
   }
   /// Listing 3's TWAHash: consecutive tickets 17 chains apart. Short-term
   /// waiters (and fibers) wait here for admission.
+  /// The per-semaphore base is derived from the address (computed here rather
+  /// than stored, so the constructor stays constexpr), dropping the low bits
+  /// that alignment makes zero.
   std::uint32_t twa_hash(std::uint64_t ticket) const noexcept {
-    return hash_base_ + static_cast<std::uint32_t>(ticket) * 17u;
+    const auto base =
+        static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 7) * 0x9E37u;
+    return base + static_cast<std::uint32_t>(ticket) * 17u;
+  }
+  static constexpr std::uint32_t initial_window(admission mode) noexcept {
+    if (mode == admission::fifo) return 0;
+    if (std::is_constant_evaluated()) return twa_tuning::kDefaultAdmissionWindow;
+    return twa_config().admission_window.load(std::memory_order_relaxed);
   }
   /// Where long-term waiters (threads only) wait to come within the threshold:
   /// half the table away from twa_hash(ticket), so the successor-of-successor
@@ -253,7 +271,6 @@ class twa_semaphore {
   // ticket yet; changed under lobby_lock_ (+) and by the member itself (-).
   std::atomic<std::int64_t> entering_{0};
   spin_lock cancel_lock_;
-  std::uint32_t hash_base_;
   std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_
   alignas(64) spin_lock lobby_lock_;
   park_list lobby_list_;  // guarded by lobby_lock_
@@ -264,14 +281,8 @@ class twa_semaphore {
 /// read-only flag, on a line of its own, picks the path.
 class semaphore_core {
  public:
-  semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
-      : barging_(mode == admission::barging) {
-    if (barging_) {
-      new (&u_.barging) barging_semaphore(desired, max);
-    } else {
-      new (&u_.twa) twa_semaphore(desired, max, mode);
-    }
-  }
+  constexpr semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
+      : barging_(mode == admission::barging), u_(desired, max, mode) {}
   ~semaphore_core() {
     if (barging_) {
       u_.barging.~barging_semaphore();
@@ -304,7 +315,15 @@ class semaphore_core {
  private:
   const bool barging_;
   union storage {
-    storage() noexcept {}
+    // Activates the member `mode` asks for (construct_at: allowed in constant
+    // evaluation, so the whole chain stays constexpr).
+    constexpr storage(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode) {
+      if (mode == admission::barging) {
+        std::construct_at(&barging, desired, max);
+      } else {
+        std::construct_at(&twa, desired, max, mode);
+      }
+    }
     ~storage() {}
     twa_semaphore twa;
     barging_semaphore barging;
@@ -328,7 +347,9 @@ class counting_semaphore {
   /// concurrency-restricted admission described above (the default), or
   /// barging (a Tessera extension). Throws std::invalid_argument unless
   /// 0 <= desired <= max() (and, for barging, <= 2^62-1).
-  explicit counting_semaphore(std::ptrdiff_t desired, admission mode = admission::restricted)
+  /// constexpr, as std::counting_semaphore's: `constinit` globals work.
+  constexpr explicit counting_semaphore(std::ptrdiff_t desired,
+                                        admission mode = admission::restricted)
       : core_(desired, max(), mode) {}
   counting_semaphore(const counting_semaphore&) = delete;
   counting_semaphore& operator=(const counting_semaphore&) = delete;

@@ -74,7 +74,7 @@ class shared_timed_mutex {
   /// A waiter queued longer than this is handed the lock.
   static constexpr std::chrono::microseconds handoff_after{1000};
 
-  shared_timed_mutex() noexcept = default;
+  constexpr shared_timed_mutex() noexcept = default;
   ~shared_timed_mutex();
   shared_timed_mutex(const shared_timed_mutex&) = delete;
   shared_timed_mutex& operator=(const shared_timed_mutex&) = delete;
@@ -168,7 +168,7 @@ class shared_timed_mutex {
 
  protected:
   /// For shared_mutex: names the type in misuse messages.
-  explicit shared_timed_mutex(const char* type) noexcept : type_(type) {}
+  constexpr explicit shared_timed_mutex(const char* type) noexcept : type_(type) {}
 
  private:
   static constexpr std::uint64_t kWriter = std::uint64_t{1} << 63;
@@ -258,7 +258,7 @@ class shared_timed_mutex {
 /// The reader-writer lock: std::shared_mutex's interface, the box office above.
 class shared_mutex : private shared_timed_mutex {
  public:
-  shared_mutex() noexcept : shared_timed_mutex("tessera::shared_mutex") {}
+  constexpr shared_mutex() noexcept : shared_timed_mutex("tessera::shared_mutex") {}
   using shared_timed_mutex::lock;
   using shared_timed_mutex::lock_shared;
   using shared_timed_mutex::try_lock;

@@ -49,6 +49,22 @@
 
 namespace tessera::detail {
 
+/// Throws std::invalid_argument: a counting_semaphore<max>'s initial count
+/// `desired` is outside [0, max()]; `why` is appended (empty, or the core's own
+/// tighter cap). Shared word for word by both cores (sync/semaphore.cpp).
+[[noreturn]] void throw_bad_initial(std::ptrdiff_t desired, std::ptrdiff_t max, const char* why);
+
+/// `desired` as a count when 0 <= desired <= limit; otherwise throws (above).
+/// constexpr: valid counts initialise constinit semaphores.
+constexpr std::uint64_t checked_initial(std::ptrdiff_t desired, std::ptrdiff_t limit,
+                                        std::ptrdiff_t max, const char* why) {
+  if (desired < 0 || desired > limit) throw_bad_initial(desired, max, why);
+  return static_cast<std::uint64_t>(desired);
+}
+
+/// Why a count the semaphore type allows is refused by the barging core.
+inline constexpr const char* kBargingCap = " (barging admission holds at most 2^62-1)";
+
 class barging_semaphore {
  public:
   static constexpr std::uint64_t kQueued = 1;
@@ -62,7 +78,10 @@ class barging_semaphore {
   static constexpr std::chrono::microseconds handoff_after{1000};
 
   /// Throws std::invalid_argument unless 0 <= desired <= min(max, kMaxCount).
-  barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max);
+  /// constexpr: a constinit semaphore needs no dynamic initialisation.
+  constexpr barging_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
+      : state_(checked_initial(desired, limit(max), max, desired > kMaxCount ? kBargingCap : "") *
+               kOne) {}
   ~barging_semaphore();
   barging_semaphore(const barging_semaphore&) = delete;
   barging_semaphore& operator=(const barging_semaphore&) = delete;
@@ -109,7 +128,7 @@ class barging_semaphore {
  private:
   struct node;
   static constexpr unsigned kWakeBatch = 8;
-  static std::ptrdiff_t limit(std::ptrdiff_t max) noexcept {
+  static constexpr std::ptrdiff_t limit(std::ptrdiff_t max) noexcept {
     return max < kMaxCount ? max : kMaxCount;
   }
   bool busy_releases() noexcept {
