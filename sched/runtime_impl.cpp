@@ -9,7 +9,7 @@ namespace tessera::detail {
 
 // ---- runtime_impl --------------------------------------------------------------------
 runtime_impl::runtime_impl(const runtime_options& o)
-    : opts(o), stacks(o.stack_size, o.guard_pages) {
+    : opts(o), stacks(o.stack_size, o.guard_pages ? (o.guard_size != 0 ? o.guard_size : 1) : 0) {
   if (opts.workers > 4096) {
     throw std::invalid_argument("tessera::Runtime: workers = " + std::to_string(opts.workers) +
                                 " exceeds the limit of 4096");
@@ -17,6 +17,11 @@ runtime_impl::runtime_impl(const runtime_options& o)
   if (opts.stack_size > (std::size_t{1} << 30)) {
     throw std::invalid_argument(
         "tessera::Runtime: stack_size = " + std::to_string(opts.stack_size) +
+        " bytes exceeds the limit of 1 GiB");
+  }
+  if (opts.guard_size > (std::size_t{1} << 30)) {
+    throw std::invalid_argument(
+        "tessera::Runtime: guard_size = " + std::to_string(opts.guard_size) +
         " bytes exceeds the limit of 1 GiB");
   }
   if (opts.idle_spin.count() < 0) {

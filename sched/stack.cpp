@@ -34,9 +34,9 @@ long max_map_count() {
 
 }  // namespace
 
-stack_pool::stack_pool(std::size_t usable_size, bool guard_pages, std::size_t cache_limit)
+stack_pool::stack_pool(std::size_t usable_size, std::size_t guard_bytes, std::size_t cache_limit)
     : usable_(round_to_pages(usable_size < 16384 ? 16384 : usable_size)),
-      guard_(guard_pages ? page_size() : 0),
+      guard_(guard_bytes != 0 ? round_to_pages(guard_bytes) : 0),
       cache_limit_(cache_limit) {}
 
 stack_pool::~stack_pool() {
@@ -54,7 +54,8 @@ stack_mem stack_pool::map_one() {
   }
   if (err != 0) {
     std::string what = "tessera: cannot map a fiber stack of " + std::to_string(usable_) +
-                       " bytes" + (guard_ != 0 ? " + guard page" : "") + " (" +
+                       " bytes" +
+                       (guard_ != 0 ? " + " + std::to_string(guard_) + " guard bytes" : "") + " (" +
                        std::to_string(mapped()) + " stacks mapped)";
     if (err == ENOMEM) {
       what += "; each guarded stack takes two kernel mappings and vm.max_map_count is " +
@@ -145,7 +146,8 @@ void write_num(std::uint64_t v) noexcept {
 void on_fault(int sig, siginfo_t* info, void* uctx) {
   const overflow_info& o = tls_overflow;
   const auto* addr = static_cast<const char*>(info->si_addr);
-  // A frame may skip a little past the guard's low end: allow one more page below.
+  // A fault in the guard region (or just below it: a frame may skip a little
+  // past its low end).
   if (o.guard_hi != nullptr && addr < o.guard_hi && addr + 65536 >= o.guard_lo) {
     write_str("tessera: stack overflow in fiber #");
     write_num(o.fiber_id);

@@ -29,9 +29,10 @@ struct stack_mem {
 /// mapped for reuse and unmaps the rest. Everything is unmapped on destruction.
 class stack_pool {
  public:
-  /// `usable_size` is rounded up to whole pages. `guard_pages` adds one PROT_NONE
-  /// page below each stack (two kernel mappings per stack: see take()).
-  stack_pool(std::size_t usable_size, bool guard_pages, std::size_t cache_limit = 4096);
+  /// `usable_size` is rounded up to whole pages. `guard_bytes` (0: none; else
+  /// rounded up to whole pages) of PROT_NONE go below each stack (two kernel
+  /// mappings per stack: see take()).
+  stack_pool(std::size_t usable_size, std::size_t guard_bytes, std::size_t cache_limit = 4096);
   ~stack_pool();
   stack_pool(const stack_pool&) = delete;
   stack_pool& operator=(const stack_pool&) = delete;

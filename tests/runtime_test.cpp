@@ -163,6 +163,57 @@ TEST(FiberDeathTest, StackOverflowIsReportedNamingTheFiber) {
       "stack overflow in fiber #[0-9]+ \\(stack size 65536 bytes\\)");
 }
 
+// Frames larger than a page: a single guard page could be jumped. The guard
+// region (runtime_options::guard_size, 64 KiB by default) is larger than this
+// frame, so the first frame that does not fit lands in it.
+[[gnu::noinline]] int recurse_big(int n) {
+  volatile char pad[48 * 1024];
+  pad[0] = static_cast<char>(n);
+  if (n > (1 << 30)) return pad[0];
+  return recurse_big(n + 1) + pad[0];
+}
+
+// Frames larger than the guard itself: only stack-clash protection (every page
+// of the frame probed in order, which the library passes on to its users'
+// builds) makes the overflow hit the guard instead of memory below it.
+[[gnu::noinline]] int recurse_huge(int n) {
+  volatile char pad[256 * 1024];
+  pad[0] = static_cast<char>(n);
+  if (n > (1 << 30)) return pad[0];
+  return recurse_huge(n + 1) + pad[0];
+}
+
+// Overflows in a fiber whose stack has another fiber's stack mapped right
+// below it, so that a frame jumping the guard lands in live memory instead of
+// faulting. (The pool maps stacks in batches downwards and hands out the
+// highest left, so the fiber that takes its stack first sits above the next.)
+template <class Overflow>
+void overflow_above_a_neighbour(std::size_t stack_size, Overflow overflow) {
+  Runtime rt({.workers = 1, .stack_size = stack_size});
+  rt.run([&] {
+    counting_semaphore<> go(0), hold(0);
+    fiber f([&] {
+      go.acquire();  // its stack is taken; wait until the neighbour has the next
+      overflow();
+    });
+    this_fiber::yield();
+    fiber neighbour([&] { hold.acquire(); });
+    this_fiber::yield();  // the neighbour runs and parks on its stack
+    go.release();
+    f.join();
+    hold.release();
+    neighbour.join();
+  });
+}
+
+TEST(FiberDeathTest, LargeFrameOverflowIsReportedNotSilent) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(overflow_above_a_neighbour(128 * 1024, [] { recurse_big(0); }),
+               "stack overflow in fiber #[0-9]+ \\(stack size 131072 bytes\\)");
+  EXPECT_DEATH(overflow_above_a_neighbour(512 * 1024, [] { recurse_huge(0); }),
+               "stack overflow in fiber #[0-9]+ \\(stack size 524288 bytes\\)");
+}
+
 TEST(Fiber, DetachedAndSleepingFibersFinishBeforeRunReturns) {
   Runtime rt({.workers = 2});
   std::atomic<int> finished{0};

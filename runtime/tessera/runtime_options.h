@@ -22,6 +22,14 @@ struct runtime_options {
   /// kernel mappings; Linux's default vm.max_map_count (65530) then caps a process
   /// near 32,000 live fibers.
   bool guard_pages = true;
+  /// Bytes of the PROT_NONE guard region below each stack (rounded up to whole
+  /// pages; at least one page) when guard_pages is set. A function whose frame
+  /// is larger than the guard could jump over it into other memory, so the
+  /// guard should be at least the largest frame fiber code makes. Code built
+  /// with -fstack-clash-protection (the flag tessera::tessera passes on to
+  /// its users' GCC and Clang builds) probes every page of a large frame and
+  /// cannot jump it whatever its size. Costs address space, not memory.
+  std::size_t guard_size = 64 * 1024;
   /// How long an idle worker keeps looking for work before it sleeps, in µs.
   std::chrono::microseconds idle_spin{50};
 };
