@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec_env.h"
 #include "test_util.h"
 
 namespace tessera::test {
@@ -19,8 +20,8 @@ TEST(Park, UnparkBeforeParkMakesParkReturnAtOnce) {
 TEST(Park, PermitsDoNotAccumulate) {
   unpark(self());
   unpark(self());
-  EXPECT_TRUE(park_until(clock::now() + 1s));            // the one permit
-  EXPECT_FALSE(park_until(clock::now() + 20ms));         // no second permit
+  EXPECT_TRUE(park_until(clock::now() + 1s));     // the one permit
+  EXPECT_FALSE(park_until(clock::now() + 20ms));  // no second permit
 }
 
 TEST(Park, ParkUntilTimesOutNeverEarly) {
@@ -112,7 +113,8 @@ TEST(Park, UnparkingExitedThreadsIsHarmless) {
     });
   }
   ASSERT_TRUE(eventually([&] {
-    for (auto& w : fresh) if (w.load() == nullptr) return false;
+    for (auto& w : fresh)
+      if (w.load() == nullptr) return false;
     return true;
   }));
   EXPECT_EQ(done.load(), 0) << "a thread left its loop without its condition";
@@ -122,7 +124,52 @@ TEST(Park, UnparkingExitedThreadsIsHarmless) {
   EXPECT_EQ(done.load(), 16);
 }
 
-TEST(Park, UnparkNullIsIgnored) { unpark(nullptr); }
+TEST(Park, UnparkNullIsIgnored) {
+  unpark(nullptr);
+}
+
+// The façade's contract in every execution environment: the fiber path
+// (a user-space switch) keeps the same permit semantics as the futex path.
+class ParkIn : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, ParkIn, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(ParkIn, PermitSemanticsAndTimeouts) {
+  watchdog dog("park permit semantics", 60s);
+  std::atomic<int> checked{0};
+  run_all(GetParam(), 3, [&](int) {
+    unpark(self());
+    park();  // consumes the permit at once
+    unpark(self());
+    unpark(self());
+    EXPECT_TRUE(park_until(clock::now() + 1s));    // the one permit
+    EXPECT_FALSE(park_until(clock::now() + 5ms));  // no second one
+    const auto start = clock::now();
+    EXPECT_FALSE(park_until(start + 10ms));
+    EXPECT_GE(clock::now() - start, 10ms) << "a timed park returned early";
+    unpark(self());
+    EXPECT_TRUE(park_until(clock::now() - 1s));  // past deadline: takes the pending permit
+    checked.fetch_add(1);
+  });
+  EXPECT_EQ(checked.load(), 3);
+}
+
+TEST_P(ParkIn, PingPongHandsOneTokenBackAndForth) {
+  watchdog dog("park ping-pong", 60s);
+  constexpr int kRounds = 5000;
+  std::atomic<int> turn{0};
+  std::atomic<waiter*> who[2] = {nullptr, nullptr};
+  run_all(GetParam(), 2, [&](int me) {
+    who[me] = self();
+    while (who[1 - me].load() == nullptr) yield_now();
+    for (int i = 0; i < kRounds; ++i) {
+      while (turn.load() != me) park();  // spurious returns allowed: loop
+      turn = 1 - me;
+      unpark(who[1 - me].load());
+    }
+  });
+  EXPECT_EQ(turn.load(), 0);
+}
 
 }  // namespace
 }  // namespace tessera::test

@@ -7,12 +7,15 @@
 #include <thread>
 #include <vector>
 
+#include "exec_env.h"
 #include "test_util.h"
 
 namespace tessera::test {
 namespace {
 
-std::uintptr_t key_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t key_of(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
 
 // Two distinct keys that hash onto the same chain.
 std::pair<std::uintptr_t, std::uintptr_t> colliding_keys() {
@@ -31,8 +34,12 @@ TEST(WaitChain, ReturnsAtOnceWhenAlreadySatisfied) {
 
 TEST(WaitChain, SignalWakesWaiter) {
   std::atomic<int> x{0};
-  std::thread t([&] { x.store(1, std::memory_order_relaxed); address_signal(key_of(&x)); });
-  const int seen = address_wait_until(key_of(&x), [&] { return x.load(std::memory_order_relaxed); });
+  std::thread t([&] {
+    x.store(1, std::memory_order_relaxed);
+    address_signal(key_of(&x));
+  });
+  const int seen =
+      address_wait_until(key_of(&x), [&] { return x.load(std::memory_order_relaxed); });
   EXPECT_EQ(seen, 1);
   t.join();
 }
@@ -82,7 +89,8 @@ TEST(WaitChain, CollidingKeyWakesButDoesNotReleaseOtherKeysWaiter) {
 TEST(WaitChain, DeadlineTimesOutNeverEarly) {
   for (auto timeout : {0ms, 2ms, 25ms}) {
     const auto start = clock::now();
-    const bool ok = address_wait_until(0xABCD0, [] { return false; }, start + timeout);
+    const bool ok = address_wait_until(
+        0xABCD0, [] { return false; }, start + timeout);
     EXPECT_FALSE(ok);
     EXPECT_GE(clock::now() - start, timeout);
     EXPECT_LT(clock::now() - start, timeout + 500ms);
@@ -93,8 +101,12 @@ TEST(WaitChain, DeadlineTimesOutNeverEarly) {
 
 TEST(WaitChain, DeadlineWaitSucceedsWhenSignalled) {
   std::atomic<int> x{0};
-  std::thread t([&] { x = 7; address_signal(key_of(&x)); });
-  const int v = address_wait_until(key_of(&x), [&] { return x.load(); }, clock::now() + 10s);
+  std::thread t([&] {
+    x = 7;
+    address_signal(key_of(&x));
+  });
+  const int v = address_wait_until(
+      key_of(&x), [&] { return x.load(); }, clock::now() + 10s);
   EXPECT_EQ(v, 7);
   t.join();
 }
@@ -163,7 +175,10 @@ TEST(WaitChain, StressMisqueueRecoveryAndTimeoutsOnOneChain) {
       auto& ctr = (i % 2) ? counter_a : counter_b;
       const std::uintptr_t key = (i % 2) ? a : b;
       ctr.fetch_add(1);
-      if (i % 4 < 2) address_signal(key); else address_signal_polite(key);
+      if (i % 4 < 2)
+        address_signal(key);
+      else
+        address_signal_polite(key);
       ++i;
       if (i % 64 == 0) std::this_thread::yield();
     }
@@ -172,6 +187,64 @@ TEST(WaitChain, StressMisqueueRecoveryAndTimeoutsOnOneChain) {
   stop = true;
   signaller.join();
   EXPECT_EQ(finished.load(), kWaiters);
+  EXPECT_EQ(detail::chain_for_key(a).head.load(), nullptr) << "an element was left on the chain";
+}
+
+// The chain protocol in every execution environment: waiters that are fibers
+// park by switching, and signals cross between threads and fibers.
+class WaitChainIn : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, WaitChainIn, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(WaitChainIn, OneSignalWakesEveryWaiterOfTheKey) {
+  watchdog dog("wait chain wake-all", 60s);
+  std::atomic<int> x{0}, woken{0};
+  group g(GetParam());
+  g.spawn_n(6, [&](int) {
+    address_wait_until(key_of(&x), [&] { return x.load() == 1; });
+    woken.fetch_add(1);
+  });
+  ASSERT_TRUE(eventually([&] { return detail::chain_for_key(key_of(&x)).head.load() != nullptr; }));
+  x = 1;
+  address_signal(key_of(&x));
+  g.join();
+  EXPECT_EQ(woken.load(), 6);
+}
+
+TEST_P(WaitChainIn, TimedWaitsAndSignalsRaceWithoutLoss) {
+  watchdog dog("wait chain timed race", 60s);
+  auto [a, b] = colliding_keys();
+  std::atomic<std::uint64_t> counter[2] = {0, 0};
+  std::atomic<bool> stop{false};
+  constexpr int kRounds = 1500;
+  std::atomic<int> finished{0};
+  std::thread signaller([&] {
+    for (std::uint64_t i = 0; !stop.load(); ++i) {
+      counter[i % 2].fetch_add(1);
+      if (i % 4 < 2)
+        address_signal(i % 2 ? b : a);
+      else
+        address_signal_polite(i % 2 ? b : a);
+      if (i % 64 == 0) std::this_thread::yield();
+    }
+  });
+  run_all(GetParam(), 4, [&](int w) {
+    auto& ctr = counter[w % 2];
+    const std::uintptr_t key = w % 2 ? b : a;
+    for (int r = 0; r < kRounds; ++r) {
+      const std::uint64_t target = ctr.load() + 1;
+      auto pred = [&] { return ctr.load() >= target; };
+      if (r % 3 == 0) {
+        address_wait_until(key, pred, clock::now() + std::chrono::microseconds(r % 50));
+      } else {
+        address_wait_until(key, pred);
+      }
+    }
+    finished.fetch_add(1);
+  });
+  stop = true;
+  signaller.join();
+  EXPECT_EQ(finished.load(), 4);
   EXPECT_EQ(detail::chain_for_key(a).head.load(), nullptr) << "an element was left on the chain";
 }
 
