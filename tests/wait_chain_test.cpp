@@ -140,56 +140,6 @@ TEST(KeyWait, StaleSequenceReturnsAtOnceAndTimedWaitTimesOut) {
   EXPECT_GE(clock::now() - start, 15ms);
 }
 
-// Stress of the chain protocol on one crowded chain: waiters with and without
-// deadlines, signallers with both forms, all racing pushes, mis-queue recovery
-// (CAS undo and flush), timeouts and systolic propagation. Each waiter waits for
-// a counter to pass a target; at the end everything must have returned.
-TEST(WaitChain, StressMisqueueRecoveryAndTimeoutsOnOneChain) {
-  watchdog dog("WaitChain stress");
-  auto [a, b] = colliding_keys();  // two keys, one chain: plenty of collisions
-  std::atomic<std::uint64_t> counter_a{0}, counter_b{0};
-  std::atomic<bool> stop{false};
-  constexpr int kWaiters = 6;
-  constexpr int kRounds = 3000;
-  std::atomic<int> finished{0};
-  std::vector<std::thread> threads;
-  for (int w = 0; w < kWaiters; ++w) {
-    threads.emplace_back([&, w] {
-      auto& ctr = (w % 2) ? counter_a : counter_b;
-      const std::uintptr_t key = (w % 2) ? a : b;
-      for (int r = 0; r < kRounds; ++r) {
-        const std::uint64_t target = ctr.load() + 1;
-        auto pred = [&] { return ctr.load() >= target; };
-        if (r % 3 == 0) {
-          address_wait_until(key, pred, clock::now() + std::chrono::microseconds(r % 50));
-        } else {
-          address_wait_until(key, pred);
-        }
-      }
-      finished.fetch_add(1);
-    });
-  }
-  std::thread signaller([&] {
-    std::uint64_t i = 0;
-    while (!stop.load()) {
-      auto& ctr = (i % 2) ? counter_a : counter_b;
-      const std::uintptr_t key = (i % 2) ? a : b;
-      ctr.fetch_add(1);
-      if (i % 4 < 2)
-        address_signal(key);
-      else
-        address_signal_polite(key);
-      ++i;
-      if (i % 64 == 0) std::this_thread::yield();
-    }
-  });
-  for (auto& t : threads) t.join();
-  stop = true;
-  signaller.join();
-  EXPECT_EQ(finished.load(), kWaiters);
-  EXPECT_EQ(detail::chain_for_key(a).head.load(), nullptr) << "an element was left on the chain";
-}
-
 // The chain protocol in every execution environment: waiters that are fibers
 // park by switching, and signals cross between threads and fibers.
 class WaitChainIn : public ::testing::TestWithParam<exec_kind> {};
@@ -211,8 +161,12 @@ TEST_P(WaitChainIn, OneSignalWakesEveryWaiterOfTheKey) {
   EXPECT_EQ(woken.load(), 6);
 }
 
-TEST_P(WaitChainIn, TimedWaitsAndSignalsRaceWithoutLoss) {
-  watchdog dog("wait chain timed race", 60s);
+// Stress of the chain protocol on one crowded chain: waiters with and without
+// deadlines, signallers with both forms, all racing pushes, mis-queue recovery
+// (CAS undo and flush), timeouts and systolic propagation. Each waiter waits for
+// a counter to pass a target; at the end everything must have returned.
+TEST_P(WaitChainIn, StressMisqueueRecoveryAndTimeoutsOnOneChain) {
+  watchdog dog("wait chain stress", 60s);
   auto [a, b] = colliding_keys();
   std::atomic<std::uint64_t> counter[2] = {0, 0};
   std::atomic<bool> stop{false};
@@ -228,7 +182,8 @@ TEST_P(WaitChainIn, TimedWaitsAndSignalsRaceWithoutLoss) {
       if (i % 64 == 0) std::this_thread::yield();
     }
   });
-  run_all(GetParam(), 4, [&](int w) {
+  constexpr int kWaiters = 6;
+  run_all(GetParam(), kWaiters, [&](int w) {
     auto& ctr = counter[w % 2];
     const std::uintptr_t key = w % 2 ? b : a;
     for (int r = 0; r < kRounds; ++r) {
@@ -244,7 +199,7 @@ TEST_P(WaitChainIn, TimedWaitsAndSignalsRaceWithoutLoss) {
   });
   stop = true;
   signaller.join();
-  EXPECT_EQ(finished.load(), 4);
+  EXPECT_EQ(finished.load(), kWaiters);
   EXPECT_EQ(detail::chain_for_key(a).head.load(), nullptr) << "an element was left on the chain";
 }
 

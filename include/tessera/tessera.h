@@ -1,15 +1,17 @@
 // tessera/tessera.h — everything Tessera offers, in one include.
+// clang-format off
 //
 // Per-area headers, if you prefer:
 //   <tessera/park.h>               self/park/park_until/unpark (the park façade)
 //   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
-//   <tessera/wait_chain.h>         address_wait_until, address_signal,
-//   key_monitor/key_wait/key_signal <tessera/atomic_wait.h>        atomic_wait,
-//   atomic_notify_one/all (P0514) <tessera/semaphore.h>          counting_semaphore,
-//   binary_semaphore (TWA) <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex,
-//   recursive_timed_mutex <tessera/shared_mutex.h>       shared_mutex, shared_timed_mutex
-//   <tessera/condition_variable.h> condition_variable, condition_variable_any,
-//   condition_variable_atomic <tessera/event.h>              auto_reset_event, manual_reset_event
+//   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
+//   <tessera/location_wait.h>      location_wait, location_wake_all (Listing 5)
+//   <tessera/atomic_wait.h>        atomic_wait(_explicit), atomic_notify_one/all (P0514)
+//   <tessera/semaphore.h>          counting_semaphore, binary_semaphore (TWA)
+//   <tessera/mutex.h>              mutex, timed_mutex, recursive_mutex, recursive_timed_mutex
+//   <tessera/shared_mutex.h>       shared_mutex, shared_timed_mutex
+//   <tessera/condition_variable.h> condition_variable, condition_variable_any, condition_variable_atomic
+//   <tessera/event.h>              auto_reset_event, manual_reset_event
 //   <tessera/latch.h>              latch
 //   <tessera/barrier.h>            barrier
 //   <tessera/wait_group.h>         wait_group
@@ -19,6 +21,7 @@
 // <tessera/baseline/ticket_semaphore.h> (Dice & Kogan, Listing 1),
 // <tessera/baseline/twa_spin_semaphore.h> (Listing 2) and
 // <tessera/baseline/preshing_shared_mutex.h> (Preshing's RW lock).
+// clang-format on
 #pragma once
 
 #include <tessera/atomic_wait.h>
@@ -27,6 +30,7 @@
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
 #include <tessera/latch.h>
+#include <tessera/location_wait.h>
 #include <tessera/mutex.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>

@@ -3,6 +3,7 @@
 // Implements the waiting chains of Dice & Kogan, "Semaphores Augmented with a
 // Waiting Array": Listing 3 (`AddressWaitUntil`, `AddressSignal`,
 // `AddressSignalPolite`) and Listing 4 (`KeyMonitor`, `KeyWait`, `KeySignal`).
+// Listing 5 (`LocationWait`, `LocationWakeAll`) is tessera/location_wait.h.
 //
 // One process-wide table of 4096 wait chains. Each chain is a concurrent
 // pop-stack (push-one, detach-all) of on-stack wait elements. A waiter pushes
