@@ -647,7 +647,7 @@ int main(int argc, char** argv) {
       const double per = (during - before) * 1024.0 / static_cast<double>(parked);
       std::ostringstream note;
       note << " (" << parked << " parked: RSS +" << (during - before) / 1024 << " MiB, "
-           << rt.config().stack_size / 1024 << " KiB stacks + guard page)";
+           << rt.config().stack_size / 1024 << " KiB stacks + guard region)";
       rows.push_back({"memory per parked fiber", "bytes", per, 0, true, note.str()});
     } catch (const std::exception& e) {
       std::printf("memory: %s\n", e.what());
