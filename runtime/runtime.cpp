@@ -10,12 +10,13 @@
 
 namespace tessera {
 namespace detail {
-namespace {
-
+/// The fiber running on the calling thread, or null on a plain thread.
 fiber_record* current_fiber() noexcept {
   waiter* w = self();
   return w->ops == &fiber_park_ops ? static_cast<fiber_record*>(w->context) : nullptr;
 }
+
+namespace {
 
 // Fiber-local storage of OS threads that are not fibers.
 struct thread_fls {
@@ -90,7 +91,22 @@ void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept) {
 
 // ---- Runtime ----------------------------------------------------------------------
 Runtime::Runtime(options opts) : impl_(std::make_unique<detail::runtime_impl>(opts)) {}
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  if (impl_->started.load(std::memory_order_acquire)) impl_->stop();
+}
+
+void Runtime::start() {
+  impl_->start();
+}
+void Runtime::stop() {
+  impl_->stop();
+}
+bool Runtime::running() const noexcept {
+  return impl_->running.load(std::memory_order_acquire);
+}
+detail::fiber_record* Runtime::spawn_record(detail::fiber_task body) {
+  return impl_->spawn_from_anywhere(std::move(body), true);
+}
 
 void Runtime::run_root(detail::fiber_task root) {
   impl_->run_root(std::move(root));
@@ -143,7 +159,7 @@ void fiber::join() {
     throw std::system_error(std::make_error_code(std::errc::invalid_argument),
                             "tessera::fiber::join: the fiber is not joinable");
   }
-  if (detail::current_fiber_id() == detail::fiber_id_of(rec_)) {
+  if (detail::current_fiber() == rec_) {
     throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur),
                             "tessera::fiber::join: a fiber cannot join itself");
   }

@@ -50,7 +50,9 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   f->san.tsan_fiber = __tsan_create_fiber(0);
 #endif
   f->rt = this;
-  f->id = next_id.fetch_add(1, std::memory_order_relaxed);
+  // Process-wide, so that ids of different Runtimes' fibers never compare equal.
+  static std::atomic<std::uint64_t> next_fiber_id{1};
+  f->id = next_fiber_id.fetch_add(1, std::memory_order_relaxed);
   f->body = std::move(body);
   f->joinable.store(is_joinable, std::memory_order_relaxed);
   f->refs.store(is_joinable ? 2 : 1, std::memory_order_relaxed);
@@ -86,17 +88,12 @@ void runtime_impl::fiber_finished() noexcept {
   }
 }
 
-void runtime_impl::run_root(fiber_task root) {
+void runtime_impl::start_workers(const char* who) {
   if (running.exchange(true, std::memory_order_acq_rel)) {
-    throw std::logic_error(
-        "tessera::Runtime::run: this Runtime is already running (run() is not reentrant: "
-        "start more fibers inside the root function instead)");
+    throw std::logic_error(std::string(who) +
+                           ": this Runtime is already running (run() is not reentrant, and "
+                           "start() needs a stopped Runtime)");
   }
-  struct reset_running {
-    std::atomic<bool>& flag;
-    ~reset_running() { flag.store(false, std::memory_order_release); }
-  } guard{running};
-
   stopping.store(false, std::memory_order_relaxed);
   all_done.store(false, std::memory_order_relaxed);
   live.store(0, std::memory_order_relaxed);
@@ -105,7 +102,22 @@ void runtime_impl::run_root(fiber_task root) {
   run_waiter = self();
   workers.clear();
   for (unsigned i = 0; i < opts.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));
+  busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
+  deep_sleepers.store(0, std::memory_order_relaxed);
+}
 
+void runtime_impl::join_workers() noexcept {
+  while (!all_done.load(std::memory_order_acquire)) park();
+  stopping.store(true, std::memory_order_seq_cst);
+  for (auto& w : workers) w->wake_if_sleeping();
+  for (auto& w : workers) w->join();
+  while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
+  workers.clear();
+  running.store(false, std::memory_order_release);
+}
+
+void runtime_impl::run_root(fiber_task root) {
+  start_workers("tessera::Runtime::run");
   fiber_record* f = new_record();
   try {
     init_fiber(f, stacks.take(), std::move(root), true, workers.front().get());
@@ -113,25 +125,65 @@ void runtime_impl::run_root(fiber_task root) {
     std::vector<fiber_record*> one{f};
     pool_records(one);
     workers.clear();
+    running.store(false, std::memory_order_release);
     throw;
   }
   global.push(f);
-  busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
-  deep_sleepers.store(0, std::memory_order_relaxed);
   for (auto& w : workers) w->start();
-
-  while (!all_done.load(std::memory_order_acquire)) park();
-
-  stopping.store(true, std::memory_order_seq_cst);
-  for (auto& w : workers) w->wake_if_sleeping();
-  for (auto& w : workers) w->join();
-  while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
-  workers.clear();
+  join_workers();
 
   std::exception_ptr error = std::move(f->error);
   f->error = nullptr;
   release_record(f);
   if (error != nullptr) std::rethrow_exception(error);
+}
+
+void runtime_impl::start() {
+  start_workers("tessera::Runtime::start");
+  // The Runtime's own reference keeps `live` above zero until stop().
+  live.store(1, std::memory_order_relaxed);
+  started.store(true, std::memory_order_release);
+  for (auto& w : workers) w->start();
+}
+
+void runtime_impl::stop() {
+  if (!started.exchange(false, std::memory_order_acq_rel)) {
+    throw std::logic_error("tessera::Runtime::stop: the Runtime was not started with start()");
+  }
+  if (worker* w = current_worker(); w != nullptr && &w->rt == this) {
+    started.store(true, std::memory_order_release);
+    throw std::logic_error(
+        "tessera::Runtime::stop: called on one of this Runtime's own workers (stop() waits for "
+        "every fiber to finish, its caller's too)");
+  }
+  run_waiter = self();
+  fiber_finished();  // drops the Runtime's own reference: the last fiber to end wakes us
+  join_workers();
+}
+
+fiber_record* runtime_impl::spawn_from_anywhere(fiber_task body, bool joinable) {
+  if (worker* w = current_worker(); w != nullptr && &w->rt == this && w->on_fiber()) {
+    return spawn(*w, std::move(body), joinable);
+  }
+  if (!started.load(std::memory_order_acquire) && !running.load(std::memory_order_acquire)) {
+    throw std::logic_error(
+        "tessera::Runtime::spawn: the Runtime is not running (call start(), or spawn from inside "
+        "run())");
+  }
+  fiber_record* f = new_record();
+  try {
+    init_fiber(f, stacks.take(), std::move(body), joinable, nullptr);
+  } catch (...) {
+    std::vector<fiber_record*> one{f};
+    pool_records(one);
+    throw;
+  }
+  // As a remote wake-up: the workers may not be torn down while we push.
+  remote_inflight.fetch_add(1, std::memory_order_seq_cst);
+  global.push(f);
+  if (fenced_load(sleepers) != 0) wake_one_sleeper();
+  remote_inflight.fetch_sub(1, std::memory_order_release);
+  return f;
 }
 
 }  // namespace tessera::detail

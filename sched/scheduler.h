@@ -231,7 +231,18 @@ class runtime_impl {
   ~runtime_impl();
 
   void run_root(fiber_task root);
+  /// Long-lived mode: start() runs the workers until stop(), which waits for
+  /// every fiber to finish (drain) and joins the workers.
+  void start();
+  void stop();
+  /// Starts a fiber from any thread (a fiber of this Runtime, a plain thread,
+  /// a fiber of another Runtime) on a running Runtime; std::logic_error if it
+  /// is not running.
+  fiber_record* spawn_from_anywhere(fiber_task body, bool joinable);
   fiber_record* spawn(worker& w, fiber_task body, bool joinable);
+  void start_workers(const char* who);
+  /// Waits until every fiber has finished, then stops and joins the workers.
+  void join_workers() noexcept;
   void init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body, bool joinable,
                   worker* home);
   /// Makes a woken fiber runnable (see the header comment for where it goes).
@@ -266,9 +277,9 @@ class runtime_impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> all_done{false};
   std::atomic<bool> running{false};
+  std::atomic<bool> started{false};  // start()ed and not yet stop()ped
   std::atomic<int> remote_inflight{0};  // remote wakers still inside schedule_woken()
   waiter* run_waiter = nullptr;
-  std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0},
       runnext_steals{0};
 };

@@ -31,6 +31,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -69,13 +70,24 @@ std::uint64_t fls_new_key() noexcept;
 void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept);
 }  // namespace detail
 
+class fiber;
+template <class R>
+class future;
+
 /// A Runtime: worker threads plus everything fibers need (stacks, queues,
 /// timers). Not a singleton: several may live in one process, each with its own
-/// workers. Workers start when run() starts and stop when it returns.
+/// workers. Two ways to run it:
+/// - run(f): starts the workers, runs f as the root fiber and returns when it
+///   and every fiber it started have finished (then the workers stop);
+/// - start() ... stop(): the workers run until stop(); meanwhile any thread
+///   (a server's or a game's main thread, which does not live inside run())
+///   hands the Runtime work with spawn(f) or submit(f). stop() drains: it
+///   waits for every fiber to finish. Destroying a started Runtime stops it.
 ///
-/// Errors: the constructor throws std::invalid_argument for bad options. Calling
-/// run() while this Runtime is already running (from one of its fibers or from
-/// another thread) throws std::logic_error.
+/// Errors: the constructor throws std::invalid_argument for bad options. run()
+/// or start() while this Runtime is already running, stop() without start(),
+/// stop() from one of its own fibers, and spawn/submit on a Runtime that is not
+/// running throw std::logic_error.
 class Runtime {
  public:
   using options = runtime_options;
@@ -104,6 +116,28 @@ class Runtime {
     }
   }
 
+  /// Starts the workers and returns at once; they run until stop().
+  void start();
+  /// Waits until every fiber of this Runtime has finished (those started
+  /// meanwhile included), then stops the workers. Called from a thread or from
+  /// a fiber of another Runtime, never from one of this Runtime's fibers.
+  void stop();
+  /// Whether the workers run (inside run(), or between start() and stop()).
+  bool running() const noexcept;
+
+  /// Starts f(args...) as a fiber of this running Runtime, from any thread or
+  /// fiber, and returns its joinable handle (join() parks a fiber, blocks a
+  /// thread). From a plain thread the fiber goes to the Runtime's global queue
+  /// and wakes a sleeping worker. Throws std::logic_error if not running.
+  template <class F, class... Args>
+  fiber spawn(F&& f, Args&&... args);
+
+  /// As spawn(), for a result: returns a future whose get() waits (parks a
+  /// fiber, blocks a thread) and returns f's value or rethrows its exception.
+  template <class F, class... Args>
+  auto submit(F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>>;
+
   /// Number of worker threads.
   unsigned workers() const noexcept;
   const options& config() const noexcept;
@@ -123,6 +157,7 @@ class Runtime {
 
  private:
   void run_root(detail::fiber_task root);
+  detail::fiber_record* spawn_record(detail::fiber_task body);
   std::unique_ptr<detail::runtime_impl> impl_;
 };
 
@@ -172,8 +207,85 @@ class fiber {
   id get_id() const noexcept { return id(rec_ != nullptr ? detail::fiber_id_of(rec_) : 0); }
 
  private:
+  friend class Runtime;
+  explicit fiber(detail::fiber_record* rec) noexcept : rec_(rec) {}
   detail::fiber_record* rec_ = nullptr;
 };
+
+/// The result of Runtime::submit: a value (or exception) that will be there
+/// once the submitted fiber has ended. Movable, not copyable. get() may be
+/// called once. Destroying a future that was never waited on lets the fiber
+/// run on (it is detached), as a discarded std::thread would not.
+template <class R>
+class future {
+ public:
+  future() noexcept = default;
+  future(future&&) noexcept = default;
+  future& operator=(future&& o) noexcept {
+    if (this != &o) {
+      if (fiber_.joinable()) fiber_.detach();
+      fiber_ = std::move(o.fiber_);
+      box_ = std::move(o.box_);
+    }
+    return *this;
+  }
+  ~future() {
+    if (fiber_.joinable()) fiber_.detach();
+  }
+
+  /// Whether this future refers to a submitted fiber whose result was not yet taken.
+  bool valid() const noexcept { return box_ != nullptr; }
+  /// Waits until the fiber has ended: parks a fiber, blocks a thread.
+  /// Precondition: valid() (else throws std::logic_error).
+  void wait() {
+    if (!valid()) throw std::logic_error("tessera::future::wait: no result to wait for");
+    if (fiber_.joinable()) fiber_.join();
+  }
+  /// Waits, then returns the fiber's value or rethrows its exception; after
+  /// it, valid() is false.
+  R get() {
+    wait();
+    auto result = std::move(box_);
+    if (result->error != nullptr) std::rethrow_exception(result->error);
+    if constexpr (!std::is_void_v<R>) return std::move(*result->value);
+  }
+
+ private:
+  friend class Runtime;
+  struct result_box {
+    std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
+    std::exception_ptr error;
+  };
+  fiber fiber_;
+  std::shared_ptr<result_box> box_;
+};
+
+template <class F, class... Args>
+fiber Runtime::spawn(F&& f, Args&&... args) {
+  return fiber(spawn_record(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...)));
+}
+
+template <class F, class... Args>
+auto Runtime::submit(F&& f, Args&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>> {
+  using R = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>;
+  future<R> out;
+  out.box_ = std::make_shared<typename future<R>::result_box>();
+  auto body = [box = out.box_, fn = std::forward<F>(f),
+               tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::apply([&fn](auto&... a) { std::invoke(fn, a...); }, tup);
+      } else {
+        box->value.emplace(std::apply([&fn](auto&... a) { return std::invoke(fn, a...); }, tup));
+      }
+    } catch (...) {
+      box->error = std::current_exception();
+    }
+  };
+  out.fiber_ = fiber(spawn_record(detail::fiber_task(std::move(body))));
+  return out;
+}
 
 /// Starts a detached fiber running f(args...) — Go's `go` statement. Same
 /// preconditions as fiber's constructor.
