@@ -29,6 +29,12 @@ fiber_record* worker::idle() {
     }
 
     // Sleep phase: announce, re-check everything, then wait on the futex.
+    // Once descriptors are registered, one sleeper at a time waits in the
+    // poller instead of on its futex (set before sleep_word_: a waker that
+    // sees our sleep_word_ sees how to wake us).
+    const bool in_poller =
+        rt.io.active() && !rt.io.poll_sleeper.exchange(true, std::memory_order_acquire);
+    polling_.store(in_poller, std::memory_order_relaxed);
     sleep_word_.store(1, std::memory_order_seq_cst);
     rt.sleepers.fetch_add(1, std::memory_order_seq_cst);
     f = find_work(true);
@@ -51,7 +57,18 @@ fiber_record* worker::idle() {
         if (!timed || poll_at < deadline) deadline = poll_at;
         timed = true;
       }
-      futex_wait(&sleep_word_, std::uint32_t{1}, timed ? &deadline : nullptr);
+      if (in_poller) {
+        int ms = -1;
+        if (timed) {
+          const auto left = deadline - steady::now();
+          ms = left <= left.zero()
+                   ? 0
+                   : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+        }
+        if (sleep_word_.load(std::memory_order_seq_cst) == 1) rt.io.poll(ms);
+      } else {
+        futex_wait(&sleep_word_, std::uint32_t{1}, timed ? &deadline : nullptr);
+      }
       if (!poll) {
         rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
         deep_.store(false, std::memory_order_relaxed);
@@ -62,6 +79,10 @@ fiber_record* worker::idle() {
     }
     rt.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     sleep_word_.store(0, std::memory_order_relaxed);
+    if (in_poller) {
+      polling_.store(false, std::memory_order_relaxed);
+      rt.io.poll_sleeper.store(false, std::memory_order_release);
+    }
     spin = woken;
   }
   if (f == nullptr) return nullptr;
@@ -73,7 +94,11 @@ fiber_record* worker::idle() {
 bool worker::wake_if_sleeping() noexcept {
   if (sleep_word_.load(std::memory_order_seq_cst) == 1 &&
       sleep_word_.exchange(0, std::memory_order_seq_cst) == 1) {
-    futex_wake(&sleep_word_, 1);
+    if (polling_.load(std::memory_order_relaxed)) {
+      rt.io.wake();  // it sleeps in the poller
+    } else {
+      futex_wake(&sleep_word_, 1);
+    }
     return true;
   }
   return false;

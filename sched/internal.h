@@ -29,6 +29,11 @@ constexpr std::uint32_t kRunnextLimit = 16;  // runnext picks in a row
 // steady clock took a fifth of a switch-heavy fiber workload (32 fibers, one
 // sleeping timer pending) on a VM.
 constexpr std::uint64_t kTimerCheckTicks = 4096;
+// Busy workers poll for I/O readiness without blocking at most once per this
+// many CPU timestamp ticks (some 40-60 µs at 2-3 GHz): a system call, so much
+// rarer than the timer check, yet bounding how long a ready socket waits while
+// fibers keep every worker busy.
+constexpr std::uint64_t kIoPollTicks = std::uint64_t{1} << 17;
 // A runnext slot is stolen once it has held the same fiber, with its owner
 // picking nothing, for this long. Long enough that a waker that parks soon (a
 // hand-over) or computes briefly runs the woken fiber itself, on its warm core

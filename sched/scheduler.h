@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "context.h"
+#include "poller.h"
 #include "queues.h"
 #include "stack.h"
 #include "tessera/detail/fiber_task.h"
@@ -200,7 +201,8 @@ class worker {
   std::atomic<std::uint32_t> tick_{0};  // picks so far; written by the owner only
   sched::mpsc_inbox<fiber_record> inbox_;
   alignas(64) std::atomic<std::uint32_t> sleep_word_{0};
-  std::atomic<bool> deep_{false};  // asleep without polling (see the idle protocol)
+  std::atomic<bool> deep_{false};     // asleep without polling (see the idle protocol)
+  std::atomic<bool> polling_{false};  // asleep in the I/O poller, not on sleep_word_
 
   alignas(64) fiber_record sched_rec_;  // the worker thread's own stack, as a record
   fiber_record* current_ = &sched_rec_;
@@ -217,6 +219,7 @@ class worker {
   std::vector<runnext_sighting> sightings_;
   bool watching_ = false;                // the last look saw a full slot, not yet stale
   std::uint64_t timers_checked_at_ = 0;  // cpu_ticks() at the last look at the clock
+  std::uint64_t io_polled_at_ = 0;       // cpu_ticks() at the last non-blocking I/O poll
   waiter* thread_waiter_ = nullptr;
   std::vector<fiber_record*> fired_;
   std::vector<sched::stack_mem> stack_cache_;
@@ -266,6 +269,7 @@ class runtime_impl {
 
   runtime_options opts;
   sched::topology topo;
+  poller io;  // created at the first registration (poller.h)
   sched::stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
   sched::global_fifo<fiber_record> global;

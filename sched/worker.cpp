@@ -90,6 +90,17 @@ fiber_record* worker::pick_local() {
       rt.fire_timers(*this);
     }
   }
+  if (rt.io.active()) {
+    const std::uint64_t t = cpu_ticks();
+    if (t - io_polled_at_ >= kIoPollTicks) {
+      io_polled_at_ = t;
+      if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
+          !rt.io.polling.exchange(true, std::memory_order_acquire)) {
+        rt.io.poll(0);
+        rt.io.polling.store(false, std::memory_order_release);
+      }
+    }
+  }
   if (tick % kOlderWorkPickInterval == 0) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;

@@ -81,7 +81,8 @@ TEST(RuntimeStart, StopDrainsEveryFiberIncludingOnesStartedMeanwhile) {
   });
   root.detach();
   std::thread releaser([&] {
-    std::this_thread::sleep_for(20ms);  // let stop() start waiting first (not a sync: either order passes)
+    std::this_thread::sleep_for(
+        20ms);  // let stop() start waiting first (not a sync: either order passes)
     gate.release(50);
   });
   rt.stop();  // returns only once all 51 fibers have ended

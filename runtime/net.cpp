@@ -1,0 +1,262 @@
+// TCP over fiber-aware descriptors (tessera/net.h).
+#include "tessera/net.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace tessera::net {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, std::error_code ec) {
+  throw std::system_error(ec, "tessera::net::" + what);
+}
+
+std::error_code last_error() {
+  return {errno, std::system_category()};
+}
+
+// "host:port", "[v6]:port", ":port".
+void split(std::string_view hp, std::string& host, std::string& port) {
+  const auto colon = hp.rfind(':');
+  if (colon == std::string_view::npos) {
+    throw std::system_error(
+        std::make_error_code(std::errc::invalid_argument),
+        "tessera::net: address '" + std::string(hp) + "' has no port (want host:port)");
+  }
+  std::string_view h = hp.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  host.assign(h);
+  port.assign(hp.substr(colon + 1));
+}
+
+}  // namespace
+
+std::string endpoint::to_string() const {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (storage.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    std::string out = buf;
+    out += ':';
+    out += std::to_string(ntohs(a->sin_port));
+    return out;
+  }
+  const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+  inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+  std::string out = "[";
+  out += buf;
+  out += "]:";
+  out += std::to_string(ntohs(a->sin6_port));
+  return out;
+}
+
+unsigned short endpoint::port() const noexcept {
+  if (storage.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+  }
+  return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+}
+
+endpoint resolve(std::string_view host_port, bool passive) {
+  std::string host, port;
+  split(host_port, host, port);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+  if (passive && host.empty()) hints.ai_family = AF_INET6;  // dual-stack wildcard
+  addrinfo* res = nullptr;
+  const int rc = io::blocking([&] {
+    return getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+  });
+  if (rc != 0) {
+    throw std::system_error(
+        std::make_error_code(std::errc::invalid_argument),
+        "tessera::net::resolve '" + std::string(host_port) + "': " + gai_strerror(rc));
+  }
+  endpoint e;
+  std::memcpy(&e.storage, res->ai_addr, res->ai_addrlen);
+  e.size = res->ai_addrlen;
+  freeaddrinfo(res);
+  return e;
+}
+
+// ---- tcp_stream ---------------------------------------------------------------------
+tcp_stream tcp_stream::connect(const endpoint& to, std::error_code& ec,
+                               io::clock::time_point deadline) {
+  ec.clear();
+  const int fd =
+      ::socket(to.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) {
+    ec = last_error();
+    return {};
+  }
+  io::descriptor d(fd);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to.storage), to.size) != 0) {
+    if (errno != EINPROGRESS) {
+      ec = last_error();
+      return {};
+    }
+    if ((ec = d.wait_writable(deadline))) return {};
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      ec = std::error_code(err, std::system_category());
+      return {};
+    }
+  }
+  return tcp_stream(std::move(d));
+}
+
+tcp_stream tcp_stream::connect(std::string_view host_port, std::chrono::milliseconds timeout) {
+  const endpoint to = resolve(host_port);
+  std::error_code ec;
+  tcp_stream s = connect(to, ec, io::clock::now() + timeout);
+  if (ec) fail("connect to " + to.to_string(), ec);
+  return s;
+}
+
+std::size_t tcp_stream::read_some(void* buf, std::size_t n, std::error_code& ec,
+                                  io::clock::time_point deadline) {
+  return d_.recv(buf, n, 0, ec, deadline);
+}
+std::size_t tcp_stream::write_some(const void* buf, std::size_t n, std::error_code& ec,
+                                   io::clock::time_point deadline) {
+  return d_.send(buf, n, 0, ec, deadline);
+}
+
+std::size_t tcp_stream::read_exactly(void* buf, std::size_t n, std::error_code& ec,
+                                     io::clock::time_point deadline) {
+  std::size_t done = 0;
+  ec.clear();
+  while (done < n) {
+    const std::size_t r = read_some(static_cast<char*>(buf) + done, n - done, ec, deadline);
+    if (ec) return done;
+    if (r == 0) {
+      ec = io::error::eof;
+      return done;
+    }
+    done += r;
+  }
+  return done;
+}
+
+std::size_t tcp_stream::write_all(const void* buf, std::size_t n, std::error_code& ec,
+                                  io::clock::time_point deadline) {
+  std::size_t done = 0;
+  ec.clear();
+  while (done < n) {
+    done += write_some(static_cast<const char*>(buf) + done, n - done, ec, deadline);
+    if (ec) return done;
+  }
+  return done;
+}
+
+std::size_t tcp_stream::read_some(void* buf, std::size_t n) {
+  std::error_code ec;
+  const std::size_t r = read_some(buf, n, ec);
+  if (ec) fail("tcp_stream::read_some from " + remote_endpoint().to_string(), ec);
+  return r;
+}
+std::size_t tcp_stream::write_some(const void* buf, std::size_t n) {
+  std::error_code ec;
+  const std::size_t r = write_some(buf, n, ec);
+  if (ec) fail("tcp_stream::write_some to " + remote_endpoint().to_string(), ec);
+  return r;
+}
+void tcp_stream::read_exactly(void* buf, std::size_t n) {
+  std::error_code ec;
+  read_exactly(buf, n, ec);
+  if (ec) fail("tcp_stream::read_exactly from " + remote_endpoint().to_string(), ec);
+}
+void tcp_stream::write_all(const void* buf, std::size_t n) {
+  std::error_code ec;
+  write_all(buf, n, ec);
+  if (ec) fail("tcp_stream::write_all to " + remote_endpoint().to_string(), ec);
+}
+
+std::error_code tcp_stream::shutdown(int how) noexcept {
+  return ::shutdown(d_.native_handle(), how) == 0 ? std::error_code{} : last_error();
+}
+
+std::error_code tcp_stream::set_no_delay(bool on) noexcept {
+  const int v = on ? 1 : 0;
+  return ::setsockopt(d_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) == 0
+             ? std::error_code{}
+             : last_error();
+}
+
+endpoint tcp_stream::local_endpoint() const {
+  endpoint e;
+  e.size = sizeof e.storage;
+  ::getsockname(const_cast<io::descriptor&>(d_).native_handle(),
+                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
+  return e;
+}
+endpoint tcp_stream::remote_endpoint() const {
+  endpoint e;
+  e.size = sizeof e.storage;
+  ::getpeername(const_cast<io::descriptor&>(d_).native_handle(),
+                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
+  return e;
+}
+
+// ---- tcp_listener ---------------------------------------------------------------------
+tcp_listener tcp_listener::listen(std::string_view host_port, listen_options opts) {
+  const endpoint at = resolve(host_port, true);
+  const std::string name = at.to_string();
+  const int fd =
+      ::socket(at.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) fail("listen on " + name + ": socket", last_error());
+  tcp_listener l;
+  l.d_ = io::descriptor(fd);
+  l.name_ = name;
+  const int one = 1, zero = 0;
+  if (opts.reuse_address) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (opts.reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    fail("listen on " + name + ": SO_REUSEPORT", last_error());
+  }
+  if (at.storage.ss_family == AF_INET6) {
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // accept IPv4 too
+  }
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&at.storage), at.size) != 0) {
+    fail("listen on " + name + ": bind", last_error());
+  }
+  if (::listen(fd, opts.backlog) != 0) fail("listen on " + name, last_error());
+  return l;
+}
+
+tcp_stream tcp_listener::accept(std::error_code& ec, io::clock::time_point deadline) {
+  ec.clear();
+  const int lfd = d_.native_handle();
+  const ssize_t fd = d_.call(
+      false,
+      [&] {
+        return static_cast<ssize_t>(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      },
+      ec, deadline);
+  if (fd < 0) return {};
+  return tcp_stream(io::descriptor(static_cast<int>(fd)));
+}
+
+tcp_stream tcp_listener::accept() {
+  std::error_code ec;
+  tcp_stream s = accept(ec);
+  if (ec) fail("tcp_listener::accept on " + name_, ec);
+  return s;
+}
+
+endpoint tcp_listener::local_endpoint() const {
+  endpoint e;
+  e.size = sizeof e.storage;
+  ::getsockname(const_cast<io::descriptor&>(d_).native_handle(),
+                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
+  return e;
+}
+
+}  // namespace tessera::net

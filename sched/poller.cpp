@@ -1,0 +1,215 @@
+// sched/poller.cpp — epoll poller and the descriptor wait protocol (poller.h).
+#include "poller.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+#include <vector>
+
+#include "internal.h"
+
+namespace tessera::detail {
+namespace {
+
+// Pool of type-stable records: never freed, so a late event is harmless.
+struct desc_pool {
+  std::mutex mu;
+  poll_desc* free = nullptr;
+};
+desc_pool& descs() {
+  static auto* p = new desc_pool;  // leaked on purpose: records outlive everything
+  return *p;
+}
+
+// A plain thread waits in poll(2), in slices, so that a close() from another
+// thread (which poll does not see) ends the wait within one slice.
+constexpr auto kThreadPollSlice = std::chrono::milliseconds(20);
+
+io_wait thread_wait(poll_desc& d, bool write,
+                    const std::chrono::steady_clock::time_point* deadline) {
+  pollfd p{d.fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+  for (;;) {
+    if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+    auto slice = kThreadPollSlice;
+    if (deadline != nullptr) {
+      const auto left = *deadline - steady::now();
+      if (left <= left.zero()) return io_wait::timed_out;
+      if (left < slice) slice = std::chrono::ceil<std::chrono::milliseconds>(left);
+    }
+    const int r = ::poll(&p, 1, static_cast<int>(slice.count()));
+    // close() shuts a socket down, which wakes poll: report the close, not
+    // what the shut-down socket would say.
+    if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+    if (r > 0) return io_wait::ready;  // readable/writable, or an error the call will report
+    if (r < 0 && errno != EINTR) return io_wait::ready;  // let the system call report it
+  }
+}
+
+// Readiness (or close) for one direction: see the protocol in poller.h.
+void notify(std::atomic<std::uintptr_t>& word) noexcept {
+  const std::uintptr_t old = word.exchange(poll_desc::kReady, std::memory_order_acq_rel);
+  if (old > poll_desc::kReady) unpark(reinterpret_cast<waiter*>(old));
+}
+
+}  // namespace
+
+poll_desc* new_poll_desc(int fd) {
+  poll_desc* d = nullptr;
+  {
+    auto& pool = descs();
+    std::lock_guard lock(pool.mu);
+    if (pool.free != nullptr) {
+      d = pool.free;
+      pool.free = d->next_free;
+    }
+  }
+  if (d == nullptr) d = new poll_desc;  // never deleted: type-stable by design
+  d->fd = fd;
+  d->rd.store(0, std::memory_order_relaxed);
+  d->wr.store(0, std::memory_order_relaxed);
+  d->closing.store(false, std::memory_order_relaxed);
+  d->registered.store(nullptr, std::memory_order_relaxed);
+  d->next_free = nullptr;
+  return d;
+}
+
+void free_poll_desc(poll_desc* d) noexcept {
+  auto& pool = descs();
+  std::lock_guard lock(pool.mu);
+  d->fd = -1;
+  d->next_free = pool.free;
+  pool.free = d;
+}
+
+io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_point* deadline) {
+  worker* w = current_worker();
+  if (w == nullptr || !w->on_fiber()) return thread_wait(d, write, deadline);
+  // A fiber: register with this Runtime's poller the first time.
+  if (d.registered.load(std::memory_order_acquire) == nullptr) {
+    runtime_impl* expected = nullptr;
+    if (d.registered.compare_exchange_strong(expected, &w->rt, std::memory_order_acq_rel)) {
+      try {
+        w->rt.io.add(d);
+      } catch (...) {
+        d.registered.store(nullptr, std::memory_order_release);
+        throw;
+      }
+    }
+  }
+  auto& word = write ? d.wr : d.rd;
+  waiter* me = self();
+  const auto mine = reinterpret_cast<std::uintptr_t>(me);
+  for (;;) {
+    std::uintptr_t s = word.load(std::memory_order_acquire);
+    if (s == poll_desc::kReady) {
+      if (word.compare_exchange_strong(s, 0, std::memory_order_acq_rel)) {
+        return d.closing.load(std::memory_order_acquire) ? io_wait::closed : io_wait::ready;
+      }
+      continue;
+    }
+    if (s != 0) return io_wait::busy;  // another caller waits in this direction
+    if (!word.compare_exchange_strong(s, mine, std::memory_order_seq_cst)) continue;
+    // Published: a close from now on will notify us; one before, we see here.
+    bool timed_out = false;
+    if (!d.closing.load(std::memory_order_seq_cst)) {
+      if (deadline == nullptr) {
+        park();
+      } else {
+        timed_out = !park_until(*deadline);
+      }
+    }
+    std::uintptr_t cur = mine;
+    if (word.compare_exchange_strong(cur, 0, std::memory_order_acq_rel)) {
+      // Nobody notified us: a spurious wake-up, a timeout, or the close we saw.
+      if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+      if (timed_out || (deadline != nullptr && steady::now() >= *deadline)) {
+        return io_wait::timed_out;
+      }
+      continue;
+    }
+    // A notifier put kReady in our place: consume it (it may have unparked us
+    // after we stopped waiting: that permit is a harmless spurious wake-up).
+    word.compare_exchange_strong(cur, 0, std::memory_order_acq_rel);
+    return d.closing.load(std::memory_order_acquire) ? io_wait::closed : io_wait::ready;
+  }
+}
+
+void close_io(poll_desc& d) noexcept {
+  d.closing.store(true, std::memory_order_seq_cst);
+  if (runtime_impl* rt = d.registered.exchange(nullptr, std::memory_order_acq_rel)) {
+    rt->io.remove(d);
+  }
+  notify(d.rd);
+  notify(d.wr);
+}
+
+// ---- poller ---------------------------------------------------------------------
+poller::~poller() {
+  if (epfd_ >= 0) ::close(epfd_);
+  if (eventfd_ >= 0) ::close(eventfd_);
+}
+
+void poller::init() {
+  std::call_once(once_, [this] {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0)
+      throw std::system_error(errno, std::generic_category(), "tessera: epoll_create1");
+    eventfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (eventfd_ < 0) throw std::system_error(errno, std::generic_category(), "tessera: eventfd");
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.ptr = nullptr;  // the wake-up eventfd
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, eventfd_, &ev) != 0) {
+      throw std::system_error(errno, std::generic_category(), "tessera: epoll_ctl(eventfd)");
+    }
+  });
+}
+
+void poller::add(poll_desc& d) {
+  init();
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.data.ptr = &d;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, d.fd, &ev) != 0) {
+    throw std::system_error(
+        errno, std::generic_category(),
+        "tessera: registering descriptor " + std::to_string(d.fd) + " with the poller (epoll_ctl)");
+  }
+  active_.store(true, std::memory_order_release);
+}
+
+void poller::remove(poll_desc& d) noexcept {
+  if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
+}
+
+int poller::poll(int timeout_ms) noexcept {
+  if (!active()) return 0;
+  epoll_event events[64];
+  const int n = ::epoll_wait(epfd_, events, 64, timeout_ms);
+  int ready = 0;
+  for (int i = 0; i < n; ++i) {
+    auto* d = static_cast<poll_desc*>(events[i].data.ptr);
+    if (d == nullptr) {
+      std::uint64_t v;
+      [[maybe_unused]] const auto r = ::read(eventfd_, &v, sizeof v);
+      continue;
+    }
+    const std::uint32_t e = events[i].events;
+    if ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) notify(d->rd);
+    if ((e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) notify(d->wr);
+    ++ready;
+  }
+  return ready;
+}
+
+void poller::wake() noexcept {
+  if (eventfd_ < 0) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto r = ::write(eventfd_, &one, sizeof one);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,111 @@
+// sched/poller.h — the I/O poller of a Runtime (epoll, edge-triggered), and the
+// per-descriptor readiness record fibers park on (Go's pollDesc).
+//
+// poll_desc: one per descriptor that a fiber has waited on; type-stable (pooled,
+// never freed), so a readiness event for a descriptor closed meanwhile lands on
+// a live record and costs at most a spurious wake-up. Per direction (read,
+// write) one word:
+//
+//   0          idle: nobody waits, no readiness pending
+//   kReady     readiness arrived (or close): the next waiter consumes it
+//   waiter*    that caller is parked (or about to park) until readiness
+//
+// Protocol (no lost readiness, no lost wake-up):
+//   waiter    after EAGAIN: CAS 0 -> self; then re-checks `closing`; parks
+//             (with its deadline). Woken or timed out, CAS self -> 0: if that
+//             fails a notifier replaced self with kReady, which it consumes
+//             (CAS kReady -> 0) and retries the system call. A word found at
+//             kReady before parking is consumed at once (retry).
+//   notifier  (epoll event, or close) exchange(kReady); an old value that is
+//             a waiter gets unpark()ed. Edge-triggered epoll reports each
+//             transition once; the sticky kReady keeps it until consumed.
+//   close     sets `closing` (seq_cst) before notifying both directions; a
+//             waiter re-checks `closing` after publishing itself, so one of the
+//             two sees the other (Dekker).
+// A second caller that finds another waiter in the word gets busy: one waiter
+// per direction at a time (callers serialise reads and writes of one
+// descriptor, as Go's fdMutex does).
+//
+// Integration with the idle protocol (idle.cpp): once a descriptor is
+// registered, a worker about to sleep becomes the Runtime's one poll sleeper
+// if nobody is (poll_sleeper CAS) and waits in epoll_wait (timeout: its sleep
+// deadline) instead of on its futex; wake_if_sleeping() writes the eventfd
+// for a worker that sleeps there. Busy workers poll without blocking every
+// kIoPollTicks of the CPU clock (worker.cpp), so ready sockets are not
+// starved while fibers keep running (cooperatively: a fiber that never parks
+// holds its worker).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+
+#include "tessera/park.h"
+
+namespace tessera::detail {
+
+class runtime_impl;
+
+struct poll_desc {
+  static constexpr std::uintptr_t kReady = 1;
+
+  int fd = -1;
+  std::atomic<std::uintptr_t> rd{0};
+  std::atomic<std::uintptr_t> wr{0};
+  std::atomic<bool> closing{false};
+  std::atomic<runtime_impl*> registered{nullptr};  // whose poller has it (null: none)
+  poll_desc* next_free = nullptr;
+};
+
+/// How a wait on a descriptor ended.
+enum class io_wait : std::uint8_t { ready, timed_out, closed, busy };
+
+/// A fresh or recycled record for `fd` (process-wide pool).
+poll_desc* new_poll_desc(int fd);
+/// Returns a record to the pool. Precondition: the descriptor is closed and
+/// unregistered; nobody waits on it.
+void free_poll_desc(poll_desc* d) noexcept;
+
+/// Parks the calling fiber (or, on a plain thread, polls the descriptor with
+/// poll(2)) until `fd` is readable (`write` false) or writable, the deadline
+/// passes (null: none) or the descriptor is closed.
+io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_point* deadline);
+
+/// Marks both directions ready and wakes their waiters, after `closing` is set;
+/// unregisters the descriptor from its poller.
+void close_io(poll_desc& d) noexcept;
+
+/// The epoll instance of one Runtime, created at its first registration.
+class poller {
+ public:
+  poller() = default;
+  ~poller();
+  poller(const poller&) = delete;
+  poller& operator=(const poller&) = delete;
+
+  /// Registers `d` (edge-triggered, in and out). Throws std::system_error.
+  void add(poll_desc& d);
+  void remove(poll_desc& d) noexcept;
+  /// Whether any descriptor was ever registered (then workers sleep in epoll).
+  bool active() const noexcept { return active_.load(std::memory_order_acquire); }
+  /// Waits up to `timeout_ms` (-1: for ever, 0: not at all) for readiness and
+  /// delivers it (unparking waiters). Returns the number of descriptors ready.
+  int poll(int timeout_ms) noexcept;
+  /// Makes a poll() in progress (or the next) return.
+  void wake() noexcept;
+
+  /// The one worker allowed to block in poll() at a time.
+  std::atomic<bool> poll_sleeper{false};
+  /// Serialises non-blocking polls of busy workers.
+  std::atomic<bool> polling{false};
+
+ private:
+  void init();
+  std::once_flag once_;
+  int epfd_ = -1;
+  int eventfd_ = -1;
+  std::atomic<bool> active_{false};
+};
+
+}  // namespace tessera::detail

@@ -1,0 +1,334 @@
+// Fiber-aware I/O over loopback: round trips in every execution environment,
+// deadlines, close waking a blocked reader, EOF vs reset, partial writes under
+// a small send buffer, 2000 concurrent connections, and the blocking() pool.
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <tessera/io.h>
+#include <tessera/latch.h>
+#include <tessera/net.h>
+#include <tessera/runtime.h>
+
+#include <atomic>
+#include <cstring>
+#include <latch>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exec_env.h"
+#include "test_util.h"
+
+namespace tessera::test {
+namespace {
+
+using net::tcp_listener;
+using net::tcp_stream;
+
+class NetIn : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, NetIn, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+std::string loopback(const tcp_listener& l) {
+  return "127.0.0.1:" + std::to_string(const_cast<tcp_listener&>(l).local_endpoint().port());
+}
+
+TEST_P(NetIn, EchoRoundTripsAcceptReadWrite) {
+  watchdog dog("net echo", 60s);
+  constexpr int kClients = 3, kMessages = 50;
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  std::atomic<int> echoed{0};
+  run_all(GetParam(), kClients + 1, [&](int who) {
+    if (who == 0) {
+      // The server: one connection after another, echoing each message.
+      for (int c = 0; c < kClients; ++c) {
+        tcp_stream s = l.accept();
+        char buf[64];
+        for (;;) {
+          const std::size_t n = s.read_some(buf, sizeof buf);
+          if (n == 0) break;  // the client closed: end of stream
+          s.write_all(buf, n);
+        }
+      }
+      return;
+    }
+    tcp_stream s = tcp_stream::connect(addr);
+    EXPECT_FALSE(s.set_no_delay(true));
+    EXPECT_EQ(s.remote_endpoint().to_string(), addr);
+    for (int i = 0; i < kMessages; ++i) {
+      const std::string msg = "client " + std::to_string(who) + " message " + std::to_string(i);
+      s.write_all(msg.data(), msg.size());
+      std::string back(msg.size(), '\0');
+      s.read_exactly(back.data(), back.size());
+      EXPECT_EQ(back, msg);
+      echoed.fetch_add(1);
+    }
+    EXPECT_FALSE(s.shutdown(SHUT_WR));
+    char c;
+    EXPECT_EQ(s.read_some(&c, 1), 0u) << "the server closes after our end of stream";
+  });
+  EXPECT_EQ(echoed.load(), kClients * kMessages);
+}
+
+TEST_P(NetIn, ReadDeadlinesTimeOutNeverEarlyAndLoseNothing) {
+  watchdog dog("net deadlines", 60s);
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  std::atomic<bool> timed_out{false};
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      while (!timed_out.load()) yield_now();
+      s.write_all("late", 4);
+      char c;
+      (void)s.read_some(&c, 1);  // until the client closes
+      return;
+    }
+    tcp_stream s = tcp_stream::connect(addr);
+    char buf[8];
+    std::error_code ec;
+    const auto start = clock::now();
+    EXPECT_EQ(s.read_some(buf, sizeof buf, ec, start + 30ms), 0u);
+    EXPECT_EQ(ec, std::errc::timed_out);
+    EXPECT_GE(clock::now() - start, 30ms);
+    // A stream-wide read deadline, Go style, applies to calls without one.
+    s.descriptor().set_read_deadline(clock::now() + 10ms);
+    EXPECT_EQ(s.read_some(buf, sizeof buf, ec), 0u);
+    EXPECT_EQ(ec, std::errc::timed_out);
+    s.descriptor().set_read_deadline(io::clock::time_point::max());
+    timed_out = true;
+    s.read_exactly(buf, 4);  // the data sent after the timeouts is all there
+    EXPECT_EQ(std::string(buf, 4), "late");
+  });
+}
+
+TEST_P(NetIn, CloseWakesABlockedReaderWithClosed) {
+  watchdog dog("net close wakes reader", 60s);
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  tcp_stream client;
+  std::atomic<bool> connected{false}, reading{false};
+  run_all(GetParam(), 3, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      char c;
+      (void)s.read_some(&c, 1);  // ends when the client side is closed
+    } else if (who == 1) {
+      client = tcp_stream::connect(addr);
+      connected = true;
+      char c;
+      std::error_code ec;
+      reading = true;
+      EXPECT_EQ(client.read_some(&c, 1, ec), 0u);
+      EXPECT_EQ(ec, io::error::closed) << ec.message();
+      EXPECT_EQ(ec, std::errc::bad_file_descriptor);
+    } else {
+      while (!reading.load()) yield_now();
+      this_fiber::sleep_for(5ms);  // let the reader park (either order passes)
+      client.close();
+    }
+  });
+  std::error_code ec;
+  char c;
+  (void)client.read_some(&c, 1, ec);
+  EXPECT_EQ(ec, io::error::closed) << "later calls fail too";
+}
+
+TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
+  watchdog dog("net accept deadline", 60s);
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      std::error_code ec;
+      const auto start = clock::now();
+      (void)l.accept(ec, start + 20ms);
+      EXPECT_EQ(ec, std::errc::timed_out);
+      EXPECT_GE(clock::now() - start, 20ms);
+      (void)l.accept(ec);  // until closed
+      EXPECT_EQ(ec, io::error::closed);
+    } else {
+      this_fiber::sleep_for(40ms);  // parks a fiber, sleeps a thread
+      l.close();
+    }
+  });
+}
+
+TEST(Net, EndOfStreamAndResetAreDistinct) {
+  watchdog dog("net eof vs reset", 60s);
+  Runtime rt({.workers = 2});
+  rt.run([] {
+    tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+    const std::string addr = loopback(l);
+    std::atomic<bool> s2_connected{false};
+    fiber peer([&] {
+      tcp_stream a = l.accept();  // closed normally: end of stream
+      a.write_all("x", 1);
+      a.shutdown(SHUT_RDWR);
+      tcp_stream b = l.accept();                 // closed with SO_LINGER 0: reset
+      while (!s2_connected.load()) yield_now();  // reset only once connect() has returned
+      linger lg{1, 0};
+      ::setsockopt(b.descriptor().native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    });
+    tcp_stream s1 = tcp_stream::connect(addr);
+    char buf[4];
+    EXPECT_EQ(s1.read_some(buf, sizeof buf), 1u);
+    std::error_code ec;
+    EXPECT_EQ(s1.read_some(buf, sizeof buf, ec), 0u);
+    EXPECT_FALSE(ec) << "end of stream is 0 bytes, no error";
+    EXPECT_EQ(s1.read_exactly(buf, 2, ec), 0u);
+    EXPECT_EQ(ec, io::error::eof);
+    tcp_stream s2 = tcp_stream::connect(addr);
+    s2_connected = true;
+    peer.join();  // b destroyed: an RST is on its way
+    (void)s2.read_some(buf, sizeof buf, ec, clock::now() + 5s);
+    EXPECT_EQ(ec, std::errc::connection_reset) << ec.message();
+    // Writing to the reset connection fails with an error; SIGPIPE kills nobody.
+    std::error_code wec;
+    for (int i = 0; i < 100 && !wec; ++i) (void)s2.write_some("y", 1, wec);
+    EXPECT_TRUE(wec);
+  });
+}
+
+TEST_P(NetIn, PartialWritesUnderASmallSendBufferDeliverEverythingInOrder) {
+  watchdog dog("net partial writes", 60s);
+  constexpr std::size_t kBytes = 1 << 20;
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      std::vector<unsigned char> got(kBytes);
+      std::size_t done = 0;
+      while (done < kBytes) {
+        const std::size_t n =
+            s.read_some(got.data() + done, std::min<std::size_t>(999, kBytes - done));
+        ASSERT_GT(n, 0u);
+        done += n;
+      }
+      for (std::size_t i = 0; i < kBytes; ++i) {
+        if (got[i] != static_cast<unsigned char>(i * 7)) FAIL() << "byte " << i << " differs";
+      }
+      return;
+    }
+    tcp_stream s = tcp_stream::connect(addr);
+    const int small = 4096;
+    ::setsockopt(s.descriptor().native_handle(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    std::vector<unsigned char> data(kBytes);
+    for (std::size_t i = 0; i < kBytes; ++i) data[i] = static_cast<unsigned char>(i * 7);
+    // write_some transfers part of it at a time: count that it did.
+    std::size_t partial = 0, done = 0;
+    while (done < kBytes) {
+      const std::size_t n = s.write_some(data.data() + done, kBytes - done);
+      if (n < kBytes - done) ++partial;
+      done += n;
+    }
+    EXPECT_GT(partial, 0u) << "the small send buffer should have forced partial writes";
+  });
+}
+
+TEST(Net, TwoThousandConcurrentConnections) {
+  watchdog dog("net 2000 connections", 120s);
+  constexpr int kConns = 2000;
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  const rlim_t need = 2 * kConns + 64;
+  if (lim.rlim_cur < need) {
+    lim.rlim_cur = std::min<rlim_t>(need, lim.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  ASSERT_GE(lim.rlim_cur, need) << "RLIMIT_NOFILE is " << lim.rlim_cur << " (hard " << lim.rlim_max
+                                << "); this test needs " << need
+                                << " descriptors: raise the hard limit (ulimit -Hn)";
+  Runtime rt({.workers = 2, .stack_size = 64 * 1024});
+  const int ok = rt.run([&] {
+    tcp_listener l = tcp_listener::listen("127.0.0.1:0", {.backlog = 4096});
+    const std::string addr = loopback(l);
+    std::atomic<int> served{0};
+    tessera::latch all_open(kConns);  // every connection is open before any closes
+    fiber server([&] {
+      std::vector<fiber> handlers;
+      for (int i = 0; i < kConns; ++i) {
+        handlers.emplace_back([&, s = std::make_shared<tcp_stream>(l.accept())] {
+          std::uint32_t v;
+          s->read_exactly(&v, sizeof v);
+          s->write_all(&v, sizeof v);
+          served.fetch_add(1);
+          char c;
+          (void)s->read_some(&c, 1);  // until the client closes
+        });
+      }
+      for (auto& h : handlers) h.join();
+    });
+    std::atomic<int> ok_clients{0};
+    std::vector<fiber> clients;
+    for (int i = 0; i < kConns; ++i) {
+      clients.emplace_back([&, i] {
+        tcp_stream s = tcp_stream::connect(addr);
+        const std::uint32_t v = static_cast<std::uint32_t>(i) * 2654435761u;
+        s.write_all(&v, sizeof v);
+        std::uint32_t back = 0;
+        s.read_exactly(&back, sizeof back);
+        if (back == v) ok_clients.fetch_add(1);
+        all_open.count_down();
+        all_open.wait();
+      });
+    }
+    for (auto& c : clients) c.join();
+    server.join();
+    EXPECT_EQ(served.load(), kConns);
+    return ok_clients.load();
+  });
+  EXPECT_EQ(ok, kConns);
+}
+
+TEST(Blocking, RunsCallsConcurrentlyAndPropagatesValuesAndExceptions) {
+  watchdog dog("blocking pool", 60s);
+  constexpr int kCalls = 8;
+  Runtime rt({.workers = 1});
+  rt.run([&] {
+    // Each call waits inside the pool until all have arrived: only concurrent
+    // helper threads can finish this (one worker: the fibers must park, not block).
+    std::latch inside(kCalls);
+    std::vector<fiber> fs;
+    std::atomic<int> sum{0};
+    for (int i = 0; i < kCalls; ++i) {
+      fs.emplace_back([&, i] {
+        sum.fetch_add(io::blocking([&] {
+          inside.arrive_and_wait();
+          return i;
+        }));
+      });
+    }
+    for (auto& f : fs) f.join();
+    EXPECT_EQ(sum.load(), kCalls * (kCalls - 1) / 2);
+    EXPECT_THROW(io::blocking([]() -> int { throw std::runtime_error("in the pool"); }),
+                 std::runtime_error);
+  });
+  // On a plain thread it is a plain call.
+  EXPECT_EQ(io::blocking([] { return 5; }), 5);
+}
+
+TEST(Net, ErrorsNameTheOperationAndEndpoint) {
+  Runtime rt({.workers = 1});
+  rt.run([] {
+    // A port nobody listens on: bind one, note it, close it.
+    std::string addr;
+    {
+      tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+      addr = loopback(l);
+    }
+    try {
+      (void)tcp_stream::connect(addr, 2s);
+      FAIL() << "connect to a closed port must fail";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), std::errc::connection_refused);
+      EXPECT_NE(std::string(e.what()).find("connect to " + addr), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)tcp_listener::listen("no-port-here"), std::system_error);
+  });
+}
+
+}  // namespace
+}  // namespace tessera::test
