@@ -22,6 +22,9 @@
 //   close     sets `closing` (seq_cst) before notifying both directions; a
 //             waiter re-checks `closing` after publishing itself, so one of the
 //             two sees the other (Dekker).
+// tests/model/poll_desc.pml model-checks this with SPIN (waiter, poller,
+// closer, timeouts), and catches a plain-store publish and a notifier that
+// does not unpark.
 // A second caller that finds another waiter in the word gets busy: one waiter
 // per direction at a time (callers serialise reads and writes of one
 // descriptor, as Go's fdMutex does).

@@ -15,6 +15,9 @@
 #   tests/model/run_model.sh barging_semaphore    # barging_semaphore.pml: counting_semaphore's
 #                                                 # admission::barging; 4 configurations,
 #                                                 # 2 mutations (~15 s; ctest)
+#   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
+#                                                 # (wait, readiness, close, timeouts);
+#                                                 # 4 configurations, 2 mutations (~1 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -129,6 +132,16 @@ if [ "$model" = "mutex" ]; then
       -DRELEASE_ON_STALE_WOKEN
   run "mutation: WOKEN kept without the retry timer" fail -DR1=1 -DR2=1 -DR3=2 -DNO_RETRY_TIMER
   echo "mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
+  exit 0
+fi
+if [ "$model" = "poll_desc" ]; then
+  run "waiter and poller" pass
+  run "with a closer" pass -DCLOSER
+  run "with a timed waiter" pass -DTIMED
+  run "closer, timed waiter, 3 bytes" pass -DCLOSER -DTIMED -DDATA=3
+  run "mutation: waiter publishes with a plain store" fail -DSTORE_NOT_CAS
+  run "mutation: notifier does not unpark" fail -DNO_UNPARK
+  echo "poll_desc model: no lost readiness, no lost wake-up, no waiter left published"
   exit 0
 fi
 if [ "$model" = "barging_semaphore" ]; then
