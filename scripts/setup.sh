@@ -6,7 +6,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libboost-context-dev libhwloc-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
-  libabsl-dev libboost-fiber-dev libtbb-dev
+  libabsl-dev libboost-fiber-dev libtbb-dev libhttp-parser-dev
   gnuplot-nox spin
 )
 missing=()

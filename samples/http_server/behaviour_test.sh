@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Drives http_server over loopback with bash's /dev/tcp: keep-alive,
+# pipelining, 404, Connection: close, 400 on malformed input (and the server
+# keeps serving others), a client that goes away mid-request, and a clean
+# stop on SIGTERM. Usage: behaviour_test.sh path/to/http_server
+set -euo pipefail
+server="$1"
+out="$(mktemp)"
+trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true' EXIT
+"$server" --port 0 --workers 2 --idle-timeout 2 >"$out" &
+pid=$!
+for _ in $(seq 1 100); do grep -q "listening on" "$out" && break; sleep 0.05; done
+port="$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$out")"
+[ -n "$port" ] || { echo "http_server did not report its address"; cat "$out"; exit 1; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# exchange REQUEST-BYTES: sends them on a new connection, prints everything
+# the server sends until it closes (at most 5 s).
+exchange() {
+  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  printf "%b" "$1" >&3
+  timeout 5 cat <&3 || true
+  exec 3>&-
+}
+
+r="$(exchange 'GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')"
+[ "$(grep -c 'HTTP/1.1 200 OK' <<<"$r")" = 2 ] || fail "keep-alive: want two 200s, got: $r"
+grep -q 'Connection: close' <<<"$r" || fail "keep-alive: the closing response must say so"
+grep -q 'Hello, World!' <<<"$r" || fail "no body"
+
+r="$(exchange 'GET /nope HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')"
+first="$(grep -m1 '^HTTP/1.1' <<<"$r")"
+[[ "$first" == *404* ]] || fail "pipelining: the first answer must be the 404, got: $r"
+grep -q '200 OK' <<<"$r" || fail "pipelining: the second answer is missing: $r"
+
+r="$(exchange 'BLAH BLAH\r\n\r\n')"
+grep -q '400 Bad Request' <<<"$r" || fail "malformed input: want 400, got: $r"
+
+# A client that sends half a request and disappears costs nothing: the next
+# client is served at once.
+exec 4<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET / HT' >&4
+exec 4>&-
+r="$(exchange 'GET / HTTP/1.0\r\n\r\n')"
+grep -q '200 OK' <<<"$r" || fail "after a client left mid-request: $r"
+
+kill -TERM "$pid"
+for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "did not stop on SIGTERM"
+wait "$pid"
+grep -q stopped "$out" || fail "did not stop cleanly"
+echo "http_server: keep-alive, pipelining, 404, 400, a vanished client, SIGTERM: all as expected"

@@ -1,0 +1,158 @@
+// http_server — an HTTP/1.1 keep-alive server on Tessera: a fiber per
+// connection, requests parsed with http-parser (Debian's libhttp-parser-dev).
+//
+//   http_server --port 8080 --workers 1 [--idle-timeout 10]
+//
+// Routes: "/" answers "Hello, World!"; anything else 404. Keep-alive and
+// pipelined requests (answered in order), "Connection: close" honoured,
+// malformed input answered with 400 and the connection closed. A request must
+// arrive whole within --idle-timeout seconds of its first byte, and a quiet
+// keep-alive connection is closed after it: a slow client costs nothing but a
+// parked fiber. Prints "listening on HOST:PORT" once it accepts; SIGINT or
+// SIGTERM close the listener and let in-flight requests finish.
+#include <http_parser.h>
+#include <signal.h>
+#include <tessera/net.h>
+#include <tessera/runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+constexpr std::string_view kHello = "Hello, World!";
+
+struct connection {
+  std::string url;
+  std::string out;  // responses to write, in request order (pipelining)
+  bool close = false;
+  bool in_request = false;
+};
+
+void respond(connection& c, http_parser* p) {
+  const bool keep = http_should_keep_alive(p) != 0 && !g_stop.load(std::memory_order_relaxed);
+  const bool ok = c.url == "/";
+  const std::string_view body = ok ? kHello : std::string_view("Not Found");
+  c.out += ok ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n";
+  c.out += "Content-Type: text/plain\r\nContent-Length: ";
+  c.out += std::to_string(body.size());
+  c.out += keep ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
+  c.out += body;
+  if (!keep) c.close = true;
+}
+
+const http_parser_settings& settings() {
+  static const http_parser_settings s = [] {
+    http_parser_settings v{};
+    v.on_message_begin = [](http_parser* p) {
+      auto* c = static_cast<connection*>(p->data);
+      c->url.clear();
+      c->in_request = true;
+      return 0;
+    };
+    v.on_url = [](http_parser* p, const char* at, std::size_t n) {
+      auto* c = static_cast<connection*>(p->data);
+      if (c->url.size() + n > 8192) return 1;  // an absurd URL: malformed
+      c->url.append(at, n);
+      return 0;
+    };
+    v.on_message_complete = [](http_parser* p) {
+      auto* c = static_cast<connection*>(p->data);
+      c->in_request = false;
+      respond(*c, p);
+      return c->close ? 1 : 0;  // stop parsing after a request that closes
+    };
+    return v;
+  }();
+  return s;
+}
+
+void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
+  (void)s.set_no_delay(true);
+  connection c;
+  http_parser parser;
+  http_parser_init(&parser, HTTP_REQUEST);
+  parser.data = &c;
+  char buf[16 * 1024];
+  auto request_deadline = tessera::io::clock::now() + idle;
+  for (;;) {
+    std::error_code ec;
+    // A request in progress has until its deadline; a quiet connection `idle`.
+    const auto deadline = c.in_request ? request_deadline : tessera::io::clock::now() + idle;
+    const std::size_t n = s.read_some(buf, sizeof buf, ec, deadline);
+    if (ec || n == 0) return;  // timed out, reset, closed, or end of stream
+    if (!c.in_request) request_deadline = tessera::io::clock::now() + idle;
+    http_parser_execute(&parser, &settings(), buf, n);
+    const bool bad = HTTP_PARSER_ERRNO(&parser) != HPE_OK && !c.close;
+    if (bad) {
+      c.out +=
+          "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n"
+          "Connection: close\r\n\r\nBad Request";
+    }
+    if (!c.out.empty()) {
+      s.write_all(c.out.data(), c.out.size(), ec, tessera::io::clock::now() + idle);
+      c.out.clear();
+      if (ec) return;
+    }
+    if (bad || c.close) {
+      (void)s.shutdown(SHUT_WR);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"http_server: HTTP/1.1 keep-alive server on Tessera fibers"};
+  std::string host = "127.0.0.1";
+  unsigned short port = 8080;
+  unsigned workers = 0;
+  unsigned idle_s = 10;
+  app.add_option("--host", host, "Address to listen on")->capture_default_str();
+  app.add_option("-p,--port", port, "Port (0: any free one)")->capture_default_str();
+  app.add_option("-w,--workers", workers, "Worker threads (0: one per core)")->capture_default_str();
+  app.add_option("--idle-timeout", idle_s,
+                 "Seconds a request may take to arrive, and a quiet connection may stay")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  tessera::Runtime rt({.workers = workers});
+  auto listener = std::make_shared<tessera::net::tcp_listener>(
+      tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));
+  std::printf("listening on %s\n", listener->local_endpoint().to_string().c_str());
+  std::fflush(stdout);
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    g_stop = true;
+    listener->close();
+  });
+  rt.run([&] {
+    for (;;) {
+      std::error_code ec;
+      tessera::net::tcp_stream s = listener->accept(ec);
+      if (ec) {
+        if (g_stop) break;
+        continue;
+      }
+      tessera::spawn(serve, std::move(s), std::chrono::seconds(idle_s));
+    }
+  });
+  signals.join();
+  std::printf("stopped\n");
+  return 0;
+}

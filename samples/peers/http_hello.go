@@ -1,0 +1,33 @@
+// The Go peer of samples/http_server for scripts/netbench.sh: net/http
+// answering "Hello, World!" on "/", standard library only.
+//
+//	go run http_hello.go -port 8081
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	port := flag.Int("port", 8081, "port")
+	flag.Parse()
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("Hello, World!"))
+	})
+	http.Serve(ln, nil)
+}
