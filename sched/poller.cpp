@@ -25,6 +25,13 @@ desc_pool& descs() {
   return *p;
 }
 
+// Registration, unregistration and a poller's end are serialised by one lock:
+// a descriptor may outlive the Runtime it was registered with.
+std::mutex& registration_lock() {
+  static auto* m = new std::mutex;  // leaked on purpose: used by late destructors
+  return *m;
+}
+
 // A plain thread waits in poll(2), in slices, so that a close() from another
 // thread (which poll does not see) ends the wait within one slice.
 constexpr auto kThreadPollSlice = std::chrono::milliseconds(20);
@@ -89,17 +96,7 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
   worker* w = current_worker();
   if (w == nullptr || !w->on_fiber()) return thread_wait(d, write, deadline);
   // A fiber: register with this Runtime's poller the first time.
-  if (d.registered.load(std::memory_order_acquire) == nullptr) {
-    runtime_impl* expected = nullptr;
-    if (d.registered.compare_exchange_strong(expected, &w->rt, std::memory_order_acq_rel)) {
-      try {
-        w->rt.io.add(d);
-      } catch (...) {
-        d.registered.store(nullptr, std::memory_order_release);
-        throw;
-      }
-    }
-  }
+  if (d.registered.load(std::memory_order_acquire) == nullptr) poller::register_desc(d, w->rt);
   auto& word = write ? d.wr : d.rd;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
@@ -140,15 +137,17 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
 
 void close_io(poll_desc& d) noexcept {
   d.closing.store(true, std::memory_order_seq_cst);
-  if (runtime_impl* rt = d.registered.exchange(nullptr, std::memory_order_acq_rel)) {
-    rt->io.remove(d);
-  }
+  poller::unregister_desc(d);
   notify(d.rd);
   notify(d.wr);
 }
 
 // ---- poller ---------------------------------------------------------------------
 poller::~poller() {
+  {
+    std::lock_guard lock(registration_lock());
+    for (poll_desc* d : descs_) d->registered.store(nullptr, std::memory_order_release);
+  }
   if (epfd_ >= 0) ::close(epfd_);
   if (eventfd_ >= 0) ::close(eventfd_);
 }
@@ -167,6 +166,23 @@ void poller::init() {
       throw std::system_error(errno, std::generic_category(), "tessera: epoll_ctl(eventfd)");
     }
   });
+}
+
+void poller::register_desc(poll_desc& d, runtime_impl& owner) {
+  std::lock_guard lock(registration_lock());
+  if (d.registered.load(std::memory_order_relaxed) != nullptr) return;
+  owner.io.add(d);
+  owner.io.descs_.insert(&d);
+  d.registered.store(&owner, std::memory_order_release);
+}
+
+void poller::unregister_desc(poll_desc& d) noexcept {
+  std::lock_guard lock(registration_lock());
+  runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
+  if (rt == nullptr) return;
+  rt->io.remove(d);
+  rt->io.descs_.erase(&d);
+  d.registered.store(nullptr, std::memory_order_release);
 }
 
 void poller::add(poll_desc& d) {

@@ -43,6 +43,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <unordered_set>
 
 #include "tessera/park.h"
 
@@ -57,7 +58,9 @@ struct poll_desc {
   std::atomic<std::uintptr_t> rd{0};
   std::atomic<std::uintptr_t> wr{0};
   std::atomic<bool> closing{false};
-  std::atomic<runtime_impl*> registered{nullptr};  // whose poller has it (null: none)
+  /// Whose poller has it (null: none). Changed under the registration lock;
+  /// read without it only as a hint.
+  std::atomic<runtime_impl*> registered{nullptr};
   poll_desc* next_free = nullptr;
 };
 
@@ -87,9 +90,11 @@ class poller {
   poller(const poller&) = delete;
   poller& operator=(const poller&) = delete;
 
-  /// Registers `d` (edge-triggered, in and out). Throws std::system_error.
-  void add(poll_desc& d);
-  void remove(poll_desc& d) noexcept;
+  /// Registers `d` (edge-triggered, in and out) with `owner`'s poller, unless
+  /// it is registered already. Throws std::system_error.
+  static void register_desc(poll_desc& d, runtime_impl& owner);
+  /// Unregisters `d` from whatever poller has it.
+  static void unregister_desc(poll_desc& d) noexcept;
   /// Whether any descriptor was ever registered (then workers sleep in epoll).
   bool active() const noexcept { return active_.load(std::memory_order_acquire); }
   /// Waits up to `timeout_ms` (-1: for ever, 0: not at all) for readiness and
@@ -105,7 +110,10 @@ class poller {
 
  private:
   void init();
+  void add(poll_desc& d);
+  void remove(poll_desc& d) noexcept;
   std::once_flag once_;
+  std::unordered_set<poll_desc*> descs_;  // registered here; under the registration lock
   int epfd_ = -1;
   int eventfd_ = -1;
   std::atomic<bool> active_{false};
