@@ -140,6 +140,10 @@ void descriptor::set_write_deadline(clock::time_point t) noexcept {
   if (desc_ != nullptr) desc_->write_deadline.store(t.time_since_epoch().count());
 }
 
+bool descriptor::closed() const noexcept {
+  return desc_ == nullptr || desc_->desc->closing.load(std::memory_order_acquire);
+}
+
 clock::time_point descriptor::effective(bool write, clock::time_point deadline) const noexcept {
   if (deadline != clock::time_point::max()) return deadline;
   const auto v = (write ? desc_->write_deadline : desc_->read_deadline).load();
@@ -189,60 +193,56 @@ std::size_t transfer(descriptor& d, bool closed, bool write, Op&& op, std::error
 }
 }  // namespace
 
-#define TESSERA_IO_CLOSED (desc_ == nullptr || desc_->desc->closing.load(std::memory_order_acquire))
-
 std::size_t descriptor::read(void* buf, std::size_t n, std::error_code& ec,
                              clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, false, [&] { return ::read(fd, buf, n); }, ec, deadline);
+      *this, closed(), false, [&] { return ::read(fd, buf, n); }, ec, deadline);
 }
 std::size_t descriptor::write(const void* buf, std::size_t n, std::error_code& ec,
                               clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, true, [&] { return ::write(fd, buf, n); }, ec, deadline);
+      *this, closed(), true, [&] { return ::write(fd, buf, n); }, ec, deadline);
 }
 std::size_t descriptor::readv(const iovec* iov, int count, std::error_code& ec,
                               clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, false, [&] { return ::readv(fd, iov, count); }, ec, deadline);
+      *this, closed(), false, [&] { return ::readv(fd, iov, count); }, ec, deadline);
 }
 std::size_t descriptor::writev(const iovec* iov, int count, std::error_code& ec,
                                clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, true, [&] { return ::writev(fd, iov, count); }, ec, deadline);
+      *this, closed(), true, [&] { return ::writev(fd, iov, count); }, ec, deadline);
 }
 std::size_t descriptor::recv(void* buf, std::size_t n, int flags, std::error_code& ec,
                              clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, false, [&] { return ::recv(fd, buf, n, flags); }, ec, deadline);
+      *this, closed(), false, [&] { return ::recv(fd, buf, n, flags); }, ec, deadline);
 }
 std::size_t descriptor::send(const void* buf, std::size_t n, int flags, std::error_code& ec,
                              clock::time_point deadline) {
   const int fd = native_handle();
   return transfer(
-      *this, TESSERA_IO_CLOSED, true, [&] { return ::send(fd, buf, n, flags | MSG_NOSIGNAL); }, ec,
+      *this, closed(), true, [&] { return ::send(fd, buf, n, flags | MSG_NOSIGNAL); }, ec,
       deadline);
 }
-#undef TESSERA_IO_CLOSED
 
-std::error_code descriptor::wait_readable(clock::time_point deadline) {
+std::error_code descriptor::wait_ready(bool write, clock::time_point deadline) {
   std::error_code ec;
-  if (desc_ == nullptr || desc_->desc->closing.load()) return error::closed;
-  errno = EAGAIN;
-  again(false, ec, deadline);
+  if (closed()) return error::closed;
+  errno = EAGAIN;  // as after a call that would block: again() waits
+  again(write, ec, deadline);
   return ec;
 }
+std::error_code descriptor::wait_readable(clock::time_point deadline) {
+  return wait_ready(false, deadline);
+}
 std::error_code descriptor::wait_writable(clock::time_point deadline) {
-  std::error_code ec;
-  if (desc_ == nullptr || desc_->desc->closing.load()) return error::closed;
-  errno = EAGAIN;
-  again(true, ec, deadline);
-  return ec;
+  return wait_ready(true, deadline);
 }
 
 std::size_t descriptor::read(void* buf, std::size_t n) {

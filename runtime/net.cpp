@@ -19,6 +19,14 @@ std::error_code last_error() {
   return {errno, std::system_category()};
 }
 
+// getsockname / getpeername of a descriptor, as an endpoint.
+endpoint endpoint_of(const io::descriptor& d, int (*get)(int, sockaddr*, socklen_t*)) {
+  endpoint e;
+  e.size = sizeof e.storage;
+  get(d.native_handle(), reinterpret_cast<sockaddr*>(&e.storage), &e.size);
+  return e;
+}
+
 // "host:port", "[v6]:port", ":port".
 void split(std::string_view hp, std::string& host, std::string& port) {
   const auto colon = hp.rfind(':');
@@ -192,18 +200,10 @@ std::error_code tcp_stream::set_no_delay(bool on) noexcept {
 }
 
 endpoint tcp_stream::local_endpoint() const {
-  endpoint e;
-  e.size = sizeof e.storage;
-  ::getsockname(const_cast<io::descriptor&>(d_).native_handle(),
-                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
-  return e;
+  return endpoint_of(d_, ::getsockname);
 }
 endpoint tcp_stream::remote_endpoint() const {
-  endpoint e;
-  e.size = sizeof e.storage;
-  ::getpeername(const_cast<io::descriptor&>(d_).native_handle(),
-                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
-  return e;
+  return endpoint_of(d_, ::getpeername);
 }
 
 // ---- tcp_listener ---------------------------------------------------------------------
@@ -252,11 +252,7 @@ tcp_stream tcp_listener::accept() {
 }
 
 endpoint tcp_listener::local_endpoint() const {
-  endpoint e;
-  e.size = sizeof e.storage;
-  ::getsockname(const_cast<io::descriptor&>(d_).native_handle(),
-                reinterpret_cast<sockaddr*>(&e.storage), &e.size);
-  return e;
+  return endpoint_of(d_, ::getsockname);
 }
 
 }  // namespace tessera::net

@@ -125,6 +125,8 @@ class descriptor {
   /// otherwise set `ec` and return false.
   bool again(bool write, std::error_code& ec, clock::time_point deadline);
   clock::time_point effective(bool write, clock::time_point deadline) const noexcept;
+  std::error_code wait_ready(bool write, clock::time_point deadline);
+  bool closed() const noexcept;
   struct state;
   state* desc_ = nullptr;
 };

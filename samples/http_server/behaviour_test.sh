@@ -4,14 +4,8 @@
 # keeps serving others), a client that goes away mid-request, and a clean
 # stop on SIGTERM. Usage: behaviour_test.sh path/to/http_server
 set -euo pipefail
-server="$1"
-out="$(mktemp)"
-trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true' EXIT
-"$server" --port 0 --workers 2 --idle-timeout 2 >"$out" &
-pid=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$out" && break; sleep 0.05; done
-port="$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$out")"
-[ -n "$port" ] || { echo "http_server did not report its address"; cat "$out"; exit 1; }
+source "$(dirname "$0")/../start_server.sh"
+start_server "$1" --port 0 --workers 2 --idle-timeout 2
 fail() { echo "FAIL: $*"; exit 1; }
 
 # exchange REQUEST-BYTES: sends them on a new connection, prints everything
@@ -44,9 +38,5 @@ exec 4>&-
 r="$(exchange 'GET / HTTP/1.0\r\n\r\n')"
 grep -q '200 OK' <<<"$r" || fail "after a client left mid-request: $r"
 
-kill -TERM "$pid"
-for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-kill -0 "$pid" 2>/dev/null && fail "did not stop on SIGTERM"
-wait "$pid"
-grep -q stopped "$out" || fail "did not stop cleanly"
+stop_server
 echo "http_server: keep-alive, pipelining, 404, 400, a vanished client, SIGTERM: all as expected"

@@ -11,21 +11,14 @@
 // parked fiber. Prints "listening on HOST:PORT" once it accepts; SIGINT or
 // SIGTERM close the listener and let in-flight requests finish.
 #include <http_parser.h>
-#include <signal.h>
 #include <tessera/net.h>
-#include <tessera/runtime.h>
 
-#include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <memory>
 #include <string>
-#include <thread>
+
+#include "../serve_main.h"
 
 namespace {
-
-std::atomic<bool> g_stop{false};
 
 constexpr std::string_view kHello = "Hello, World!";
 
@@ -37,7 +30,8 @@ struct connection {
 };
 
 void respond(connection& c, http_parser* p) {
-  const bool keep = http_should_keep_alive(p) != 0 && !g_stop.load(std::memory_order_relaxed);
+  const bool keep = http_should_keep_alive(p) != 0 &&
+                    !tessera::samples::g_stopping.load(std::memory_order_relaxed);
   const bool ok = c.url == "/";
   const std::string_view body = ok ? kHello : std::string_view("Not Found");
   c.out += ok ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n";
@@ -111,48 +105,6 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"http_server: HTTP/1.1 keep-alive server on Tessera fibers"};
-  std::string host = "127.0.0.1";
-  unsigned short port = 8080;
-  unsigned workers = 0;
-  unsigned idle_s = 10;
-  app.add_option("--host", host, "Address to listen on")->capture_default_str();
-  app.add_option("-p,--port", port, "Port (0: any free one)")->capture_default_str();
-  app.add_option("-w,--workers", workers, "Worker threads (0: one per core)")->capture_default_str();
-  app.add_option("--idle-timeout", idle_s,
-                 "Seconds a request may take to arrive, and a quiet connection may stay")
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
-  tessera::Runtime rt({.workers = workers});
-  auto listener = std::make_shared<tessera::net::tcp_listener>(
-      tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));
-  std::printf("listening on %s\n", listener->local_endpoint().to_string().c_str());
-  std::fflush(stdout);
-  std::thread signals([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
-    g_stop = true;
-    listener->close();
-  });
-  rt.run([&] {
-    for (;;) {
-      std::error_code ec;
-      tessera::net::tcp_stream s = listener->accept(ec);
-      if (ec) {
-        if (g_stop) break;
-        continue;
-      }
-      tessera::spawn(serve, std::move(s), std::chrono::seconds(idle_s));
-    }
-  });
-  signals.join();
-  std::printf("stopped\n");
-  return 0;
+  return tessera::samples::serve_main(
+      argc, argv, "http_server: HTTP/1.1 keep-alive server on Tessera fibers", 8080, 10, serve);
 }
