@@ -155,6 +155,10 @@ bool descriptor::again(bool write, std::error_code& ec, clock::time_point deadli
     ec = error::closed;  // whatever the shut-down descriptor said
     return false;
   }
+  if (desc_->desc->cancelled.load(std::memory_order_acquire)) {
+    ec = std::make_error_code(std::errc::operation_canceled);
+    return false;
+  }
   if (errno == EINTR) return true;
   if (errno != EAGAIN && errno != EWOULDBLOCK) {
     ec = std::error_code(errno, std::system_category());
@@ -173,6 +177,9 @@ bool descriptor::again(bool write, std::error_code& ec, clock::time_point deadli
       return false;
     case tessera::detail::io_wait::busy:
       ec = error::busy;
+      return false;
+    case tessera::detail::io_wait::cancelled:
+      ec = std::make_error_code(std::errc::operation_canceled);
       return false;
   }
   return false;
@@ -256,6 +263,13 @@ std::size_t descriptor::write(const void* buf, std::size_t n) {
   const std::size_t r = write(buf, n, ec);
   if (ec) throw_io("write", native_handle(), ec);
   return r;
+}
+
+void descriptor::interrupt() noexcept {
+  if (desc_ != nullptr) tessera::detail::cancel_io(*desc_->desc);
+}
+void descriptor::clear_interrupt() noexcept {
+  if (desc_ != nullptr) desc_->desc->cancelled.store(false, std::memory_order_release);
 }
 
 // ---- blocking() -------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -25,6 +26,33 @@ endpoint endpoint_of(const io::descriptor& d, int (*get)(int, sockaddr*, socklen
   e.size = sizeof e.storage;
   get(d.native_handle(), reinterpret_cast<sockaddr*>(&e.storage), &e.size);
   return e;
+}
+
+// Completes a non-blocking connect(2) of `fd` (owned by `d`) to `to`.
+std::error_code connect_on(io::descriptor& d, const sockaddr* to, socklen_t size,
+                           io::clock::time_point deadline) {
+  const int fd = d.native_handle();
+  if (::connect(fd, to, size) == 0) return {};
+  if (errno != EINPROGRESS && errno != EAGAIN) return last_error();
+  if (std::error_code ec = d.wait_writable(deadline)) return ec;
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err != 0 ? std::error_code(err, std::system_category()) : std::error_code{};
+}
+
+// accept4 on a listening descriptor, parking until a connection comes.
+tcp_stream accept_on(io::descriptor& d, std::error_code& ec, io::clock::time_point deadline) {
+  ec.clear();
+  const int lfd = d.native_handle();
+  const ssize_t fd = d.call(
+      false,
+      [&] {
+        return static_cast<ssize_t>(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      },
+      ec, deadline);
+  if (fd < 0) return {};
+  return tcp_stream(io::descriptor(static_cast<int>(fd)));
 }
 
 // "host:port", "[v6]:port", ":port".
@@ -104,19 +132,8 @@ tcp_stream tcp_stream::connect(const endpoint& to, std::error_code& ec,
     return {};
   }
   io::descriptor d(fd);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to.storage), to.size) != 0) {
-    if (errno != EINPROGRESS) {
-      ec = last_error();
-      return {};
-    }
-    if ((ec = d.wait_writable(deadline))) return {};
-    int err = 0;
-    socklen_t len = sizeof err;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      ec = std::error_code(err, std::system_category());
-      return {};
-    }
+  if ((ec = connect_on(d, reinterpret_cast<const sockaddr*>(&to.storage), to.size, deadline))) {
+    return {};
   }
   return tcp_stream(std::move(d));
 }
@@ -232,16 +249,7 @@ tcp_listener tcp_listener::listen(std::string_view host_port, listen_options opt
 }
 
 tcp_stream tcp_listener::accept(std::error_code& ec, io::clock::time_point deadline) {
-  ec.clear();
-  const int lfd = d_.native_handle();
-  const ssize_t fd = d_.call(
-      false,
-      [&] {
-        return static_cast<ssize_t>(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      },
-      ec, deadline);
-  if (fd < 0) return {};
-  return tcp_stream(io::descriptor(static_cast<int>(fd)));
+  return accept_on(d_, ec, deadline);
 }
 
 tcp_stream tcp_listener::accept() {
@@ -252,6 +260,119 @@ tcp_stream tcp_listener::accept() {
 }
 
 endpoint tcp_listener::local_endpoint() const {
+  return endpoint_of(d_, ::getsockname);
+}
+
+// ---- Unix-domain streams ------------------------------------------------------------
+namespace {
+sockaddr_un unix_address(const std::string& path, const char* op) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path) {
+    throw std::system_error(std::make_error_code(std::errc::filename_too_long),
+                            std::string("tessera::net::") + op + ": path '" + path +
+                                "' is empty or longer than " +
+                                std::to_string(sizeof a.sun_path - 1) + " bytes");
+  }
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  return a;
+}
+}  // namespace
+
+unix_listener unix_listener::listen(const std::string& path, int backlog) {
+  const sockaddr_un a = unix_address(path, "unix_listener::listen");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("unix_listener::listen on " + path + ": socket", last_error());
+  unix_listener l;
+  l.d_ = io::descriptor(fd);
+  l.path_ = path;
+  ::unlink(path.c_str());  // a stale socket file from an earlier run
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    fail("unix_listener::listen on " + path + ": bind", last_error());
+  }
+  if (::listen(fd, backlog) != 0) fail("unix_listener::listen on " + path, last_error());
+  return l;
+}
+
+tcp_stream unix_listener::accept(std::error_code& ec, io::clock::time_point deadline) {
+  return accept_on(d_, ec, deadline);
+}
+
+tcp_stream unix_listener::accept() {
+  std::error_code ec;
+  tcp_stream s = accept(ec);
+  if (ec) fail("unix_listener::accept on " + path_, ec);
+  return s;
+}
+
+tcp_stream unix_connect(const std::string& path, std::error_code& ec,
+                        io::clock::time_point deadline) {
+  ec.clear();
+  const sockaddr_un a = unix_address(path, "unix_connect");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ec = last_error();
+    return {};
+  }
+  io::descriptor d(fd);
+  if ((ec = connect_on(d, reinterpret_cast<const sockaddr*>(&a), sizeof a, deadline))) return {};
+  return tcp_stream(std::move(d));
+}
+
+tcp_stream unix_connect(const std::string& path) {
+  std::error_code ec;
+  tcp_stream s = unix_connect(path, ec);
+  if (ec) fail("unix_connect to " + path, ec);
+  return s;
+}
+
+// ---- UDP ----------------------------------------------------------------------------
+udp_socket udp_socket::bind(std::string_view host_port) {
+  endpoint at = resolve(host_port, true);
+  const std::string name = at.to_string();
+  const int fd = ::socket(at.storage.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail("udp_socket::bind on " + name + ": socket", last_error());
+  udp_socket u;
+  u.d_ = io::descriptor(fd);
+  if (at.storage.ss_family == AF_INET6) {
+    const int zero = 0;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  }
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&at.storage), at.size) != 0) {
+    fail("udp_socket::bind on " + name, last_error());
+  }
+  return u;
+}
+
+std::size_t udp_socket::send_to(const void* buf, std::size_t n, const endpoint& to,
+                                std::error_code& ec, io::clock::time_point deadline) {
+  ec.clear();
+  const int fd = d_.native_handle();
+  const ssize_t r = d_.call(
+      true,
+      [&] {
+        return ::sendto(fd, buf, n, MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&to.storage),
+                        to.size);
+      },
+      ec, deadline);
+  return r < 0 ? 0 : static_cast<std::size_t>(r);
+}
+
+std::size_t udp_socket::receive_from(void* buf, std::size_t n, endpoint& from, std::error_code& ec,
+                                     io::clock::time_point deadline) {
+  ec.clear();
+  const int fd = d_.native_handle();
+  const ssize_t r = d_.call(
+      false,
+      [&] {
+        from.size = sizeof from.storage;
+        return ::recvfrom(fd, buf, n, 0, reinterpret_cast<sockaddr*>(&from.storage), &from.size);
+      },
+      ec, deadline);
+  return r < 0 ? 0 : static_cast<std::size_t>(r);
+}
+
+endpoint udp_socket::local_endpoint() const {
   return endpoint_of(d_, ::getsockname);
 }
 

@@ -118,7 +118,8 @@ const Runtime::options& Runtime::config() const noexcept {
   return impl_->opts;
 }
 std::string Runtime::describe() const {
-  return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned");
+  return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
+         "; I/O: epoll (edge-triggered), registered at a descriptor's first fiber wait";
 }
 
 Runtime::statistics Runtime::stats() const noexcept {

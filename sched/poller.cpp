@@ -41,6 +41,7 @@ io_wait thread_wait(poll_desc& d, bool write,
   pollfd p{d.fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
   for (;;) {
     if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+    if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
     auto slice = kThreadPollSlice;
     if (deadline != nullptr) {
       const auto left = *deadline - steady::now();
@@ -51,6 +52,7 @@ io_wait thread_wait(poll_desc& d, bool write,
     // close() shuts a socket down, which wakes poll: report the close, not
     // what the shut-down socket would say.
     if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+    if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
     if (r > 0) return io_wait::ready;  // readable/writable, or an error the call will report
     if (r < 0 && errno != EINTR) return io_wait::ready;  // let the system call report it
   }
@@ -79,6 +81,7 @@ poll_desc* new_poll_desc(int fd) {
   d->rd.store(0, std::memory_order_relaxed);
   d->wr.store(0, std::memory_order_relaxed);
   d->closing.store(false, std::memory_order_relaxed);
+  d->cancelled.store(false, std::memory_order_relaxed);
   d->registered.store(nullptr, std::memory_order_relaxed);
   d->next_free = nullptr;
   return d;
@@ -98,6 +101,7 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
   // A fiber: register with this Runtime's poller the first time.
   if (d.registered.load(std::memory_order_acquire) == nullptr) poller::register_desc(d, w->rt);
   auto& word = write ? d.wr : d.rd;
+  if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
   for (;;) {
@@ -112,7 +116,8 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
     if (!word.compare_exchange_strong(s, mine, std::memory_order_seq_cst)) continue;
     // Published: a close from now on will notify us; one before, we see here.
     bool timed_out = false;
-    if (!d.closing.load(std::memory_order_seq_cst)) {
+    if (!d.closing.load(std::memory_order_seq_cst) &&
+        !d.cancelled.load(std::memory_order_seq_cst)) {
       if (deadline == nullptr) {
         park();
       } else {
@@ -123,6 +128,7 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
     if (word.compare_exchange_strong(cur, 0, std::memory_order_acq_rel)) {
       // Nobody notified us: a spurious wake-up, a timeout, or the close we saw.
       if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+      if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
       if (timed_out || (deadline != nullptr && steady::now() >= *deadline)) {
         return io_wait::timed_out;
       }
@@ -131,8 +137,15 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
     // A notifier put kReady in our place: consume it (it may have unparked us
     // after we stopped waiting: that permit is a harmless spurious wake-up).
     word.compare_exchange_strong(cur, 0, std::memory_order_acq_rel);
-    return d.closing.load(std::memory_order_acquire) ? io_wait::closed : io_wait::ready;
+    if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+    return d.cancelled.load(std::memory_order_acquire) ? io_wait::cancelled : io_wait::ready;
   }
+}
+
+void cancel_io(poll_desc& d) noexcept {
+  d.cancelled.store(true, std::memory_order_seq_cst);
+  notify(d.rd);
+  notify(d.wr);
 }
 
 void close_io(poll_desc& d) noexcept {

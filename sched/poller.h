@@ -58,6 +58,7 @@ struct poll_desc {
   std::atomic<std::uintptr_t> rd{0};
   std::atomic<std::uintptr_t> wr{0};
   std::atomic<bool> closing{false};
+  std::atomic<bool> cancelled{false};  // a stop request ends waits (io::cancel_on_stop)
   /// Whose poller has it (null: none). Changed under the registration lock;
   /// read without it only as a hint.
   std::atomic<runtime_impl*> registered{nullptr};
@@ -65,7 +66,7 @@ struct poll_desc {
 };
 
 /// How a wait on a descriptor ended.
-enum class io_wait : std::uint8_t { ready, timed_out, closed, busy };
+enum class io_wait : std::uint8_t { ready, timed_out, closed, busy, cancelled };
 
 /// A fresh or recycled record for `fd` (process-wide pool).
 poll_desc* new_poll_desc(int fd);
@@ -81,6 +82,8 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
 /// Marks both directions ready and wakes their waiters, after `closing` is set;
 /// unregisters the descriptor from its poller.
 void close_io(poll_desc& d) noexcept;
+/// Sets `cancelled` and wakes both directions' waiters (the descriptor stays open).
+void cancel_io(poll_desc& d) noexcept;
 
 /// The epoll instance of one Runtime, created at its first registration.
 class poller {

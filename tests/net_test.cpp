@@ -8,11 +8,13 @@
 #include <tessera/latch.h>
 #include <tessera/net.h>
 #include <tessera/runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <latch>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -135,6 +137,40 @@ TEST_P(NetIn, CloseWakesABlockedReaderWithClosed) {
   EXPECT_EQ(ec, io::error::closed) << "later calls fail too";
 }
 
+TEST_P(NetIn, AStopRequestCancelsAWaitAndLeavesTheStreamUsable) {
+  watchdog dog("net stop_token", 60s);
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  std::stop_source stop;
+  std::atomic<bool> reading{false}, cancelled{false};
+  run_all(GetParam(), 3, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      while (!cancelled.load()) yield_now();
+      s.write_all("after", 5);  // the stream still works after the cancel
+      char c;
+      (void)s.read_some(&c, 1);
+    } else if (who == 1) {
+      tcp_stream s = tcp_stream::connect(addr);
+      char buf[8];
+      std::error_code ec;
+      {
+        io::cancel_on_stop guard(s.descriptor(), stop.get_token());
+        reading = true;
+        EXPECT_EQ(s.read_some(buf, sizeof buf, ec), 0u);
+        EXPECT_EQ(ec, std::errc::operation_canceled) << ec.message();
+      }
+      cancelled = true;
+      s.read_exactly(buf, 5);
+      EXPECT_EQ(std::string(buf, 5), "after");
+    } else {
+      while (!reading.load()) yield_now();
+      this_fiber::sleep_for(5ms);  // let the reader park (either order passes)
+      stop.request_stop();
+    }
+  });
+}
+
 TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
   watchdog dog("net accept deadline", 60s);
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
@@ -150,6 +186,66 @@ TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
     } else {
       this_fiber::sleep_for(40ms);  // parks a fiber, sleeps a thread
       l.close();
+    }
+  });
+}
+
+TEST_P(NetIn, UnixDomainStreamsEcho) {
+  watchdog dog("unix streams", 60s);
+  const std::string path = "/tmp/tessera-test-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(static_cast<int>(GetParam())) + ".sock";
+  net::unix_listener l = net::unix_listener::listen(path);
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      char buf[16];
+      const std::size_t n = s.read_some(buf, sizeof buf);
+      s.write_all(buf, n);
+      return;
+    }
+    tcp_stream s = net::unix_connect(path);
+    s.write_all("over unix", 9);
+    char buf[9];
+    s.read_exactly(buf, 9);
+    EXPECT_EQ(std::string(buf, 9), "over unix");
+  });
+  ::unlink(path.c_str());
+}
+
+TEST_P(NetIn, UdpDatagramsRoundTripAndReceiveTimesOut) {
+  watchdog dog("udp", 60s);
+  net::udp_socket server = net::udp_socket::bind("127.0.0.1:0");
+  const net::endpoint at = server.local_endpoint();
+  std::atomic<bool> ready{false};
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      char buf[64];
+      net::endpoint from;
+      std::error_code ec;
+      ready = true;
+      for (int i = 0; i < 3; ++i) {
+        const std::size_t n = server.receive_from(buf, sizeof buf, from, ec, clock::now() + 10s);
+        ASSERT_FALSE(ec) << ec.message();
+        (void)server.send_to(buf, n, from, ec);  // echo the datagram to its sender
+      }
+      const auto start = clock::now();
+      (void)server.receive_from(buf, sizeof buf, from, ec, start + 20ms);
+      EXPECT_EQ(ec, std::errc::timed_out);
+      EXPECT_GE(clock::now() - start, 20ms);
+      return;
+    }
+    net::udp_socket client = net::udp_socket::bind("127.0.0.1:0");
+    while (!ready.load()) yield_now();
+    for (int i = 0; i < 3; ++i) {
+      const std::string msg = "datagram " + std::to_string(i);
+      std::error_code ec;
+      EXPECT_EQ(client.send_to(msg.data(), msg.size(), at, ec), msg.size());
+      char buf[64];
+      net::endpoint from;
+      const std::size_t n = client.receive_from(buf, sizeof buf, from, ec, clock::now() + 10s);
+      ASSERT_FALSE(ec) << ec.message();
+      EXPECT_EQ(std::string(buf, n), msg);
+      EXPECT_EQ(from.port(), at.port());
     }
   });
 }
@@ -327,6 +423,12 @@ TEST(Net, ErrorsNameTheOperationAndEndpoint) {
       EXPECT_NE(std::string(e.what()).find("connect to " + addr), std::string::npos) << e.what();
     }
     EXPECT_THROW((void)tcp_listener::listen("no-port-here"), std::system_error);
+    try {
+      (void)net::unix_connect("/nonexistent/tessera.sock");
+      FAIL() << "connecting to a missing socket file must fail";
+    } catch (const std::system_error& e) {
+      EXPECT_NE(std::string(e.what()).find("/nonexistent/tessera.sock"), std::string::npos);
+    }
   });
 }
 

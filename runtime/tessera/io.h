@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -108,6 +109,12 @@ class descriptor {
   std::size_t read(void* buf, std::size_t n);
   std::size_t write(const void* buf, std::size_t n);
 
+  /// Ends every wait on this descriptor, now and until clear_interrupt(), with
+  /// std::errc::operation_canceled; the descriptor stays open. What
+  /// cancel_on_stop calls on a stop request.
+  void interrupt() noexcept;
+  void clear_interrupt() noexcept;
+
   /// The low level for other calls: runs `op` (a non-blocking system call
   /// returning -1 with errno on failure) until it does not fail with EAGAIN,
   /// parking in between. `write` picks the direction waited for.
@@ -129,6 +136,29 @@ class descriptor {
   bool closed() const noexcept;
   struct state;
   state* desc_ = nullptr;
+};
+
+/// Cancellation, as Go's contexts: while a cancel_on_stop lives, a stop request
+/// on its token ends every wait on the descriptor (the current one, and later
+/// ones) with std::errc::operation_canceled. The descriptor stays open and its
+/// data where it was; destroying the guard lets waits run again.
+///
+///   io::cancel_on_stop guard(stream.descriptor(), stop_token);
+///   stream.read_some(buf, n, ec);   // ec == operation_canceled after a stop
+class cancel_on_stop {
+ public:
+  cancel_on_stop(descriptor& d, std::stop_token token) : d_(d), cb_(std::move(token), waker{&d}) {}
+  ~cancel_on_stop() { d_.clear_interrupt(); }
+  cancel_on_stop(const cancel_on_stop&) = delete;
+  cancel_on_stop& operator=(const cancel_on_stop&) = delete;
+
+ private:
+  struct waker {
+    descriptor* d;
+    void operator()() const noexcept { d->interrupt(); }
+  };
+  descriptor& d_;
+  std::stop_callback<waker> cb_;
 };
 
 /// Runs `f()` where it may block: on a plain thread it just calls f; on a

@@ -1,7 +1,8 @@
-// tessera/net.h — TCP over fiber-aware descriptors, modelled on Go's net
+// tessera/net.h — sockets over fiber-aware descriptors, modelled on Go's net
 // package with the Networking TS / Asio names: tcp_listener (listen, accept)
 // and tcp_stream (connect, read_some, write_some, read_exactly, write_all,
-// shutdown, close).
+// shutdown, close); Unix-domain stream sockets (unix_listener, unix_connect:
+// the same stream type); udp_socket (bind, send_to, receive_from).
 //
 // Contract: everything in tessera/io.h holds (fibers park, plain threads
 // poll; one waiter per direction; deadlines never early; close() wakes
@@ -109,6 +110,50 @@ class tcp_listener {
  private:
   io::descriptor d_;
   std::string name_;
+};
+
+/// A listening Unix-domain stream socket; accept() gives streams with every
+/// tcp_stream operation (TCP_NODELAY aside).
+class unix_listener {
+ public:
+  unix_listener() noexcept = default;
+  /// Binds `path` (a file it creates; an existing socket file is replaced)
+  /// and listens. Throws std::system_error naming the path.
+  static unix_listener listen(const std::string& path, int backlog = 1024);
+  tcp_stream accept(std::error_code& ec,
+                    io::clock::time_point deadline = io::clock::time_point::max());
+  tcp_stream accept();
+  void close() noexcept { d_.close(); }
+
+ private:
+  io::descriptor d_;
+  std::string path_;
+};
+
+/// Connects to the Unix-domain stream socket at `path`.
+tcp_stream unix_connect(const std::string& path, std::error_code& ec,
+                        io::clock::time_point deadline = io::clock::time_point::max());
+tcp_stream unix_connect(const std::string& path);
+
+/// A UDP socket: datagrams, each sent and received whole.
+class udp_socket {
+ public:
+  udp_socket() noexcept = default;
+  /// Binds "host:port" (":0" or "127.0.0.1:0": a free port). Throws
+  /// std::system_error naming the address.
+  static udp_socket bind(std::string_view host_port);
+  /// Sends one datagram to `to`; returns its size.
+  std::size_t send_to(const void* buf, std::size_t n, const endpoint& to, std::error_code& ec,
+                      io::clock::time_point deadline = io::clock::time_point::max());
+  /// Receives one datagram (truncated to n bytes) and who sent it.
+  std::size_t receive_from(void* buf, std::size_t n, endpoint& from, std::error_code& ec,
+                           io::clock::time_point deadline = io::clock::time_point::max());
+  endpoint local_endpoint() const;
+  void close() noexcept { d_.close(); }
+  io::descriptor& descriptor() noexcept { return d_; }
+
+ private:
+  io::descriptor d_;
 };
 
 }  // namespace tessera::net

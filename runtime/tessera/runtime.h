@@ -141,7 +141,8 @@ class Runtime {
   /// Number of worker threads.
   unsigned workers() const noexcept;
   const options& config() const noexcept;
-  /// Where the workers go: cores, PUs, pinning, any hwloc fallback.
+  /// Where the workers go (cores, PUs, pinning, any hwloc fallback) and which
+  /// I/O poller backs the Runtime.
   std::string describe() const;
 
   /// Counters since construction (for tests and benchmarks).
