@@ -2,8 +2,12 @@
 # HTTP servers side by side on this machine: Tessera's samples/http_server,
 # nginx (nginx-light, `return 200`), and Go's net/http (samples/peers), each
 # pinned to core 0 with one worker/process/GOMAXPROCS=1, wrk pinned to core 1.
-# Requests/s at 100 and 1,000 keep-alive connections; out/netbench.csv and a
-# table with ratios to nginx and Go from the same run.
+# - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
+#   percentiles at a fixed rate from samples/loadgen's open loop;
+# - TCP echo round trips/s, 64 B and 4 KiB, 1 and 100 connections, against
+#   Go's (samples/peers/echo.go);
+# - server RSS per idle connection with 10,000 of them open.
+# out/netbench.csv, and tables with ratios from the same run.
 #   scripts/netbench.sh [--seconds S]      (default 10 s per point)
 # Installs what is missing (wrk, nginx-light, golang-go, the build deps).
 set -euo pipefail
@@ -28,7 +32,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 cmake --preset release > /dev/null
-cmake --build --preset release -j "$(nproc)" --target http_server > /dev/null
+cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen > /dev/null
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p out
 work="$(mktemp -d)"
 pids=()
@@ -37,7 +42,8 @@ trap cleanup EXIT
 
 # Go peer, built offline with the standard library only.
 (cd samples/peers && GOCACHE="$work/gocache" GOFLAGS=-mod=mod GO111MODULE=off \
-   go build -o "$work/http_hello" http_hello.go)
+   go build -o "$work/http_hello" http_hello.go &&
+ GOCACHE="$work/gocache" GO111MODULE=off go build -o "$work/echo" echo.go)
 
 # nginx: one worker process, the same body.
 cat > "$work/nginx.conf" <<NGINX
@@ -69,6 +75,9 @@ start() {  # name, port, command...
 start tessera 18080 build/release/samples/http_server --port 18080 --workers 1 --idle-timeout 30
 GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
+start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
+GOMAXPROCS=1 start go-echo 17081 "$work/echo" -port 17081
+loadgen() { taskset -c 1 build/release/samples/loadgen "$@"; }
 
 echo "server,connections,requests_per_s,p50_ms,p99_ms" > out/netbench.csv
 declare -A rps
@@ -93,4 +102,56 @@ for conns in 100 1000; do
   awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" \
     'BEGIN { printf "%-12s %14s %14s %14s %15.2fx %15.2fx\n", c, t, g, n, t / n, t / g }'
 done
-echo "CSV: out/netbench.csv (requests/s; wrk latency percentiles, which a closed loop understates)"
+
+# Latency at a fixed request rate (open loop: measured from when each request
+# was due), 100 connections.
+rate=20000
+echo
+for server in tessera:18080 go:18081 nginx:18082; do
+  name="${server%%:*}"; port="${server##*:}"
+  echo "netbench: $name, open loop at $rate requests/s ..."
+  line="$(loadgen http --addr "127.0.0.1:$port" -c 100 --rate "$rate" -s "$seconds")"
+  echo "  $line"
+  echo "$name,open-loop-$rate,$(sed -E 's/.*p50 ([0-9]+) us, p99 ([0-9]+) us, p99.9 ([0-9]+) us/\1,\2,\3/' <<<"$line")" >> out/netbench.csv
+done
+
+# TCP echo: round trips per second.
+echo
+declare -A echo_rt
+for size in 64 4096; do
+  for conns in 1 100; do
+    for server in tessera:17080 go:17081; do
+      name="${server%%:*}"; port="${server##*:}"
+      echo "netbench: echo $name, $size B, $conns connections ..."
+      line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
+      r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
+      echo_rt["$name,$size,$conns"]="$r"
+      echo "echo-$name,$size B x $conns,$r" >> out/netbench.csv
+    done
+  done
+done
+printf "\n%-22s %14s %14s %12s\n" "echo (round trips/s)" tessera go tessera/go
+for size in 64 4096; do
+  for conns in 1 100; do
+    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"
+    awk -v k="$size B x $conns" -v t="$t" -v g="$g" \
+      'BEGIN { printf "%-22s %14s %14s %11.2fx\n", k, t, g, t / g }'
+  done
+done
+
+# Memory: RSS per idle connection, 10,000 of them.
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+echo
+for server in tessera-echo:17080:${pids[3]} go-echo:17081:${pids[4]}; do
+  IFS=: read -r name port spid <<<"$server"
+  before="$(rss "$spid")"
+  loadgen idle --addr "127.0.0.1:$port" -c 10000 -s 3 > "$work/idle.out" &
+  lp=$!
+  sleep 2
+  after="$(rss "$spid")"
+  wait "$lp" || true
+  per="$(( (after - before) * 1024 / 10000 ))"
+  echo "netbench: $name: RSS $before -> $after KiB with 10,000 idle connections: $per bytes each ($(head -1 "$work/idle.out"))"
+  echo "idle-$name,10000,$per bytes/connection" >> out/netbench.csv
+done
+echo "CSV: out/netbench.csv"
