@@ -66,6 +66,7 @@ start() {  # name, port, command...
   local name="$1" port="$2"; shift 2
   taskset -c 0 "$@" > "$work/$name.out" 2>&1 &
   pids+=($!)
+  declare -g "pid_${name//-/_}=$!"
   for _ in $(seq 1 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
     sleep 0.1
@@ -73,6 +74,8 @@ start() {  # name, port, command...
   echo "netbench.sh: $name did not start on port $port"; cat "$work/$name.out"; exit 1
 }
 start tessera 18080 build/release/samples/http_server --port 18080 --workers 1 --idle-timeout 30
+# The same server without deadlines: what every read's timer costs.
+start tessera-nodeadline 18083 build/release/samples/http_server --port 18083 --workers 1 --idle-timeout 0
 GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
@@ -82,7 +85,7 @@ loadgen() { taskset -c 1 build/release/samples/loadgen "$@"; }
 echo "server,connections,requests_per_s,p50_ms,p99_ms" > out/netbench.csv
 declare -A rps
 for conns in 100 1000; do
-  for server in tessera:18080 go:18081 nginx:18082; do
+  for server in tessera:18080 tessera-nodeadline:18083 go:18081 nginx:18082; do
     name="${server%%:*}"; port="${server##*:}"
     echo "netbench: $name, $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" --latency "http://127.0.0.1:$port/")"
@@ -96,6 +99,10 @@ for conns in 100 1000; do
   done
 done
 echo
+for conns in 100 1000; do
+  awk -v c="$conns" -v t="${rps[tessera,$conns]}" -v u="${rps[tessera-nodeadline,$conns]}" \
+    'BEGIN { printf "timed reads (a deadline on every read) at %s connections: %.0f vs %.0f requests/s without: %+.1f%%\n", c, t, u, (t / u - 1) * 100 }'
+done
 printf "%-12s %14s %14s %14s %16s %16s\n" connections tessera go nginx "tessera/nginx" "tessera/go"
 for conns in 100 1000; do
   t="${rps[tessera,$conns]}"; g="${rps[go,$conns]}"; n="${rps[nginx,$conns]}"
@@ -142,7 +149,7 @@ done
 # Memory: RSS per idle connection, 10,000 of them.
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 echo
-for server in tessera-echo:17080:${pids[3]} go-echo:17081:${pids[4]}; do
+for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo"; do
   IFS=: read -r name port spid <<<"$server"
   before="$(rss "$spid")"
   loadgen idle --addr "127.0.0.1:$port" -c 10000 -s 3 > "$work/idle.out" &
