@@ -14,23 +14,17 @@ fiber_record* worker::idle() {
   fiber_record* f = nullptr;
   bool spin = true;
   while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
-    if (spin) {
+    // Once the Runtime does I/O, an idle worker goes straight to sleep (one
+    // of them in the poller, woken by the kernel when a descriptor is ready):
+    // spinning there held a one-connection echo at a quarter of Go's rate on
+    // a VM, where PAUSE loops cost the other vCPU too, and the poller's
+    // wake-up is what a reply waits for anyway.
+    if (spin && !rt.io.active()) {
       // Spin phase: keep looking for `idle_spin`.
       rt.spinners.fetch_add(1, std::memory_order_seq_cst);
       const auto spin_until = steady::now() + rt.opts.idle_spin;
       for (unsigned i = 1;; ++i) {
         cpu_relax();
-        // A spinning worker also looks for I/O readiness (without blocking,
-        // one worker at a time) every 16 turns: a reply that arrives while
-        // we spin is picked up at once, not when the spin ends. (Every 64
-        // turns was too rare: on a VM a turn can take a µs, and the 50 µs
-        // spin ended first, which held a one-connection echo at a quarter of
-        // Go's rate.)
-        if ((i & 15) == 1 && rt.io.active() && !rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
-            !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-          rt.io.poll(0);
-          rt.io.polling.store(false, std::memory_order_release);
-        }
         f = find_work((i & 31) == 0);
         if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
         if ((i & 15) == 0 && steady::now() >= spin_until) break;
