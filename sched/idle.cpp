@@ -14,12 +14,28 @@ fiber_record* worker::idle() {
   fiber_record* f = nullptr;
   bool spin = true;
   while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
-    // Once the Runtime does I/O, an idle worker goes straight to sleep (one
-    // of them in the poller, woken by the kernel when a descriptor is ready):
-    // spinning there held a one-connection echo at a quarter of Go's rate on
-    // a VM, where PAUSE loops cost the other vCPU too, and the poller's
-    // wake-up is what a reply waits for anyway.
-    if (spin && !rt.io.active()) {
+    // Once the Runtime does I/O, the spin phase polls the poller instead
+    // (non-blocking epoll_wait, no PAUSE loop): a PAUSE spin held a
+    // one-connection echo at a seventh of the rate, and p99 at a fixed
+    // request rate five times higher, on this VM; going straight to sleep
+    // cost a fifth of the saturated request rate (a sleep and wake-up
+    // between requests).
+    if (spin && rt.io.active()) {
+      rt.spinners.fetch_add(1, std::memory_order_seq_cst);
+      const auto spin_until = steady::now() + rt.opts.idle_spin;
+      for (unsigned i = 1;; ++i) {
+        if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
+            !rt.io.polling.exchange(true, std::memory_order_acquire)) {
+          rt.io.poll(0);
+          rt.io.polling.store(false, std::memory_order_release);
+        }
+        f = find_work((i & 31) == 0);
+        if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
+        if (steady::now() >= spin_until) break;
+      }
+      rt.spinners.fetch_sub(1, std::memory_order_seq_cst);
+      if (f != nullptr) break;
+    } else if (spin) {
       // Spin phase: keep looking for `idle_spin`.
       rt.spinners.fetch_add(1, std::memory_order_seq_cst);
       const auto spin_until = steady::now() + rt.opts.idle_spin;

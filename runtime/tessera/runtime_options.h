@@ -31,6 +31,10 @@ struct runtime_options {
   /// cannot jump it whatever its size. Costs address space, not memory.
   std::size_t guard_size = 64 * 1024;
   /// How long an idle worker keeps looking for work before it sleeps, in µs.
+  /// Once the Runtime does I/O, the look is a non-blocking poll of its
+  /// descriptors, not a PAUSE loop. 0: sleep at once — on a machine whose
+  /// cores are shared (a VM), a latency-bound client with one connection
+  /// runs faster so (scripts/netbench.sh's load generator does).
   std::chrono::microseconds idle_spin{50};
 };
 

@@ -73,7 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("-s,--seconds", seconds, "Duration")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  tessera::Runtime rt({.workers = 1, .stack_size = 64 * 1024});
+  // No idle spin: a load generator that spins shares the machine's cores with
+  // the server it measures (measured on a 2-vCPU VM: it slowed the server).
+  tessera::Runtime rt(
+      {.workers = 1, .stack_size = 64 * 1024, .idle_spin = std::chrono::microseconds(0)});
   return rt.run([&] {
     std::vector<tessera::fiber> fs;
     std::atomic<long> done{0}, failed{0};
