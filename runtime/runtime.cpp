@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "scheduler.h"
+#include "tessera/detail/tasks.h"
 
 namespace tessera {
 namespace detail {
@@ -56,6 +57,10 @@ void detach_fiber(fiber_record* f) noexcept {
     std::terminate();
   }
   release_record(f);
+}
+
+runtime_impl* impl_of(Runtime& rt) noexcept {
+  return rt.impl_.get();
 }
 
 std::uint64_t fiber_id_of(const fiber_record* f) noexcept {

@@ -108,6 +108,13 @@ void worker::complete_switch(sched::fcontext_t from) noexcept {
       }
       break;
     }
+    case post_action::idle_runner:  // a runner out of jobs (tasks.cpp)
+      if (runner_ == nullptr) {
+        runner_ = p;
+      } else {
+        spare_runners_.push_back(p);
+      }
+      break;
     case post_action::yield:
       rt.global.push(p);
       rt.notify_work();

@@ -80,6 +80,11 @@ class chase_lev_deque {
   bool looks_empty() const noexcept {
     return top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed);
   }
+  /// As looks_empty(), with seq_cst loads: for a re-check that must see a push
+  /// made before the pusher's seq_cst look at the sleepers (Dekker).
+  bool looks_empty_seq_cst() const noexcept {
+    return top_.load(std::memory_order_seq_cst) >= bottom_.load(std::memory_order_seq_cst);
+  }
 
  private:
   alignas(64) std::atomic<std::int64_t> top_{0};

@@ -35,7 +35,7 @@ runtime_impl::runtime_impl(const runtime_options& o)
 runtime_impl::~runtime_impl() = default;
 
 void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body,
-                              bool is_joinable, worker* home) {
+                              bool is_joinable, worker* home, bool counted) {
   f->stack = stack;
 #if TESSERA_ASAN
   // A pooled stack may carry poison from frames its previous fiber left by an
@@ -63,8 +63,10 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   f->last_worker.store(home, std::memory_order_relaxed);
   f->w.state.store(kEmpty, std::memory_order_relaxed);
   ++f->w.generation;  // a new owner of a possibly recycled record
-  live.fetch_add(1, std::memory_order_relaxed);
-  fibers_started.fetch_add(1, std::memory_order_relaxed);
+  if (counted) {
+    live.fetch_add(1, std::memory_order_relaxed);
+    fibers_started.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) {

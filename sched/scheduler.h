@@ -69,6 +69,7 @@
 //             early by a stale entry: a spurious wake-up, allowed).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -83,6 +84,7 @@
 #include "queues.h"
 #include "stack.h"
 #include "tessera/detail/fiber_task.h"
+#include "tessera/detail/task_node.h"
 #include "tessera/park.h"
 #include "tessera/runtime_options.h"
 #include "topology.h"
@@ -102,7 +104,7 @@ struct fls_entry {
 void destroy_fls(std::vector<fls_entry>& map) noexcept;
 
 /// What the context we switch *to* does for the one we left (see the header comment).
-enum class post_action : std::uint8_t { none, park, yield, finish };
+enum class post_action : std::uint8_t { none, park, yield, finish, idle_runner };
 
 struct fiber_record {
   waiter w;  // first: the fiber's identity for the park façade
@@ -165,6 +167,22 @@ class worker {
   void make_runnext(fiber_record* f);
   fiber_record* take_runnext() noexcept;
   void push_fired(std::vector<fiber_record*>& fired);
+  // --- jobs (tasks.cpp) ---
+  /// The next queued job this worker may run (priority order with the
+  /// rotation of tasks.cpp; own queue, global queue, then steals), or null.
+  task_node* take_task() noexcept;
+  /// Whether a job is queued where take_task() looks (own, global; and, with
+  /// `others`, the other workers' queues). seq_cst loads: the idle re-check.
+  bool has_task_work(bool others) const noexcept;
+  /// An idle runner fiber for this worker (recycled or new), or null if none
+  /// can be made.
+  fiber_record* acquire_runner() noexcept;
+  /// Whether a fiber waits in this worker's queues (a runner's cue to step aside).
+  bool has_fiber_work() const noexcept;
+  void push_task_local(task_node* t);
+  /// Teardown: returns the stacks and records of this worker's idle runners.
+  void release_runners() noexcept;
+  static void runner_main();
   fiber_record* take_record();
   sched::stack_mem take_stack();
   void recycle(fiber_record* f) noexcept;
@@ -224,6 +242,11 @@ class worker {
   std::vector<fiber_record*> fired_;
   std::vector<sched::stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;
+  // Jobs: one work-stealing deque per priority; the idle runner fiber and spares.
+  std::array<sched::chase_lev_deque<task_node>, kTaskPriorities> tasks_;
+  fiber_record* runner_ = nullptr;
+  std::vector<fiber_record*> spare_runners_;
+  std::uint32_t task_picks_ = 0;
   std::vector<unsigned> steal_order_;
   std::thread thread_;
 };
@@ -246,8 +269,10 @@ class runtime_impl {
   void start_workers(const char* who);
   /// Waits until every fiber has finished, then stops and joins the workers.
   void join_workers() noexcept;
+  /// `counted`: whether the fiber counts in `live` (run() and stop() wait for
+  /// it); runner fibers do not — the jobs they run do.
   void init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body, bool joinable,
-                  worker* home);
+                  worker* home, bool counted = true);
   /// Makes a woken fiber runnable (see the header comment for where it goes).
   void schedule_woken(fiber_record* f) noexcept;
   /// After a push that other workers could take: wake a sleeper if none spins.
@@ -257,6 +282,10 @@ class runtime_impl {
   /// Wakes one worker sleeping deep (not polling runnext slots), if any.
   void wake_deep_sleeper() noexcept;
   void fiber_finished() noexcept;
+  /// Queues a job (tasks.cpp; tessera/detail/tasks.h has the contract).
+  void push_task(task_node* t);
+  /// A job has run: as fiber_finished() (jobs count in `live`).
+  void task_finished() noexcept { fiber_finished(); }
   /// Timers are runtime-wide, so any worker fires them — also when the worker a
   /// fiber parked on is held by a fiber that never parks.
   void add_timer(std::chrono::steady_clock::time_point deadline, fiber_record* f);
@@ -273,6 +302,8 @@ class runtime_impl {
   sched::stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
   sched::global_fifo<fiber_record> global;
+  std::array<sched::global_fifo<task_node>, kTaskPriorities> global_tasks;  // from outside
+  std::atomic<bool> tasks_used{false};  // set at the first job: until then no pick looks for jobs
   alignas(64) std::atomic<int> sleepers{0};
   std::atomic<int> spinners{0};
   std::atomic<int> busy{0};           // workers outside their idle phases

@@ -28,6 +28,7 @@ worker::worker(runtime_impl& r, unsigned i)
 }
 
 worker::~worker() {
+  release_runners();
   rt.stacks.give_batch(stack_cache_);
   pool_records(record_cache_);
 }
@@ -105,6 +106,9 @@ fiber_record* worker::pick_local() {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
+    if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(false)) {
+      if (fiber_record* r = acquire_runner()) return r;  // queued jobs (tasks.cpp)
+    }
   }
   if (runnext_streak_ < kRunnextLimit) {
     if (fiber_record* f = take_runnext()) {
@@ -116,7 +120,11 @@ fiber_record* worker::pick_local() {
   if (fiber_record* f = deque_.take()) return f;
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
-  return take_runnext();
+  if (fiber_record* f = take_runnext()) return f;
+  if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(false)) {
+    return acquire_runner();  // no fiber waits: run queued jobs (tasks.cpp)
+  }
+  return nullptr;
 }
 
 fiber_record* worker::take_runnext() noexcept {
@@ -137,6 +145,9 @@ fiber_record* worker::steal() {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }
+  }
+  if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(true)) {
+    return acquire_runner();  // other workers' queued jobs: a runner steals them
   }
   return nullptr;
 }

@@ -16,6 +16,7 @@
 //   <tessera/barrier.h>            barrier
 //   <tessera/wait_group.h>         wait_group
 //   <tessera/channel.h>            channel<T> (buffered or rendezvous, closable)
+//   <tessera/jobs.h>               task_group, parallel_for/_each/_reduce/_invoke, task_graph, pinned_queue
 //
 // Not included: the baselines the benchmarks and tests compare against,
 // <tessera/baseline/ticket_semaphore.h> (Dice & Kogan, Listing 1),
@@ -29,6 +30,7 @@
 #include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
+#include <tessera/jobs.h>
 #include <tessera/latch.h>
 #include <tessera/location_wait.h>
 #include <tessera/mutex.h>

@@ -43,6 +43,8 @@
 
 namespace tessera {
 
+class Runtime;
+
 namespace detail {
 
 struct fiber_record;  // sched/scheduler.h
@@ -53,6 +55,7 @@ class runtime_impl;
 fiber_record* start_fiber(fiber_task body, bool joinable);
 void join_fiber(fiber_record* f);
 void detach_fiber(fiber_record* f) noexcept;
+runtime_impl* impl_of(Runtime& rt) noexcept;  // tessera/detail/tasks.h
 std::uint64_t fiber_id_of(const fiber_record* f) noexcept;
 std::uint64_t current_fiber_id() noexcept;
 
@@ -157,6 +160,7 @@ class Runtime {
   statistics stats() const noexcept;
 
  private:
+  friend detail::runtime_impl* detail::impl_of(Runtime& rt) noexcept;
   void run_root(detail::fiber_task root);
   detail::fiber_record* spawn_record(detail::fiber_task body);
   std::unique_ptr<detail::runtime_impl> impl_;

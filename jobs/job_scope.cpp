@@ -1,0 +1,81 @@
+// The completion state of a group of jobs (tessera/detail/job_scope.h).
+//
+// A job frees itself *before* it counts itself done: once the counter reaches
+// zero the waiter may return and destroy the scope, and with it whatever the
+// job's callable captured by reference.
+#include "tessera/detail/job_scope.h"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::detail {
+
+runtime_impl*& borrowed_runtime() noexcept {
+  constinit thread_local runtime_impl* rt = nullptr;
+  return rt;
+}
+
+runtime_impl* runtime_for(const char* who) {
+  runtime_impl* rt = current_runtime();
+  if (rt == nullptr) rt = borrowed_runtime();
+  if (rt == nullptr) {
+    throw std::logic_error(std::string(who) +
+                           ": called on a thread that is not a worker of a running "
+                           "tessera::Runtime; pass the Runtime explicitly");
+  }
+  return rt;
+}
+
+void job_scope::job::execute(task_node* n) noexcept {
+  auto* j = static_cast<job*>(n);
+  job_scope* s = j->scope;
+  if (!s->cancelled()) {
+    try {
+      j->fn();
+    } catch (...) {
+      s->fail(std::current_exception());
+    }
+  }
+  delete j;
+  s->pending_.done();
+}
+
+void job_scope::fail(std::exception_ptr e) noexcept {
+  if (!failed_.exchange(true, std::memory_order_acq_rel)) error_ = std::move(e);
+  cancel();
+}
+
+void job_scope::cancel() noexcept {
+  cancelled_.store(true, std::memory_order_relaxed);
+  std::lock_guard lock(stop_mu_);
+  if (stop_) stop_->request_stop();
+}
+
+std::stop_token job_scope::stop_token() {
+  std::lock_guard lock(stop_mu_);
+  if (!stop_) {
+    stop_ = std::make_unique<std::stop_source>();
+    if (cancelled()) stop_->request_stop();
+  }
+  return stop_->get_token();
+}
+
+bool job_scope::wait() {
+  while (pending_.count() != 0) {
+    if (!run_one_task(rt_)) break;
+  }
+  pending_.wait();  // acquire: the jobs' effects happen-before our return
+  const bool was_cancelled = cancelled();
+  cancelled_.store(false, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(stop_mu_);
+    stop_.reset();
+  }
+  if (failed_.exchange(false, std::memory_order_acq_rel)) {
+    std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+  return was_cancelled;
+}
+
+}  // namespace tessera::detail

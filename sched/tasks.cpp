@@ -1,0 +1,197 @@
+// sched/tasks.cpp — jobs on the scheduler: per-worker job deques by priority,
+// the global job queues for work from outside, runner fibers, and helping.
+//
+// Why runners. A job that never parks should cost what a oneTBB task costs: a
+// queue push and pop and a call — not a fiber record, a stack and two context
+// switches. So a worker runs jobs one after the other, inline, on one fiber of
+// its own, its *runner*. A job may still park (wait on a counter, lock a mutex,
+// read a socket): its runner then parks with it, exactly as any fiber, and
+// the worker takes another runner — its idle one, a spare, or a new record with
+// a warm stack from the pools — for the jobs that follow. When the parked job
+// resumes and ends, its runner goes on taking jobs wherever it now runs, and
+// steps aside when there are none: it becomes that worker's idle runner, or a
+// spare. So stacks are spent only on jobs that actually park, and there are
+// never more runners than jobs parked at once plus one per worker.
+//
+// Fibers before jobs. A worker picks fibers first (they are resumed
+// continuations, which often hold what jobs wait for), then a runner when a
+// job is queued; a runner steps aside after every kRunnerBatch jobs when a
+// fiber waits on its worker; and every kOlderWorkPickInterval-th pick (the
+// fairness turn of pick_local) looks at jobs before the local fibers, so
+// neither kind can starve the other.
+//
+// Priorities. take_task() scans high, normal, low: at each level its own deque
+// (newest first), the global queue, then the other workers' deques (oldest
+// first). Every kPriorityTurn picks start once at low and once at normal, so
+// among any kPriorityTurn consecutive job picks of a worker, at least one goes
+// to the lowest class that has work — the bound on starvation documented in
+// tessera/jobs.h.
+#include "internal.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "tessera/detail/tasks.h"
+
+namespace tessera::detail {
+
+namespace {
+constexpr std::uint32_t kRunnerBatch = 32;
+constexpr std::uint32_t kPriorityTurn = 16;
+// A fiber helps (runs a queued job nested on its own stack) only with at least
+// this much stack left, or half its stack if that is less: deep recursions of
+// nested waits then park instead, and their jobs run on fresh runners.
+constexpr std::size_t kHelpStackRoom = 64 * 1024;
+}  // namespace
+
+task_node* worker::take_task() noexcept {
+  const std::uint32_t k = ++task_picks_ % kPriorityTurn;
+  const unsigned first = k == 0 ? 2U : k == kPriorityTurn / 2 ? 1U : 0U;
+  for (unsigned i = 0; i < kTaskPriorities; ++i) {
+    const unsigned p = (first + i) % kTaskPriorities;
+    if (!tasks_[p].looks_empty()) {
+      if (task_node* t = tasks_[p].take()) return t;
+    }
+    if (task_node* t = rt.global_tasks[p].pop()) return t;
+    for (unsigned v : steal_order_) {
+      auto& d = rt.workers[v]->tasks_[p];
+      if (d.looks_empty()) continue;
+      if (task_node* t = d.steal()) {
+        rt.steals.fetch_add(1, std::memory_order_relaxed);
+        return t;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool worker::has_task_work(bool others) const noexcept {
+  for (unsigned p = 0; p < kTaskPriorities; ++p) {
+    if (!tasks_[p].looks_empty_seq_cst() || !rt.global_tasks[p].looks_empty()) return true;
+    if (!others) continue;
+    for (unsigned v : steal_order_) {
+      if (!rt.workers[v]->tasks_[p].looks_empty_seq_cst()) return true;
+    }
+  }
+  return false;
+}
+
+bool worker::has_fiber_work() const noexcept {
+  return runnext_.load(std::memory_order_relaxed) != nullptr || !deque_.looks_empty() ||
+         !inbox_.looks_empty() || !rt.global.looks_empty();
+}
+
+fiber_record* worker::acquire_runner() noexcept {
+  if (fiber_record* r = runner_) {
+    runner_ = nullptr;
+    return r;
+  }
+  if (!spare_runners_.empty()) {
+    fiber_record* r = spare_runners_.back();
+    spare_runners_.pop_back();
+    return r;
+  }
+  fiber_record* r = nullptr;
+  try {
+    r = take_record();
+    sched::stack_mem stack = take_stack();
+    rt.init_fiber(r, stack, fiber_task([] { runner_main(); }), false, this, false);
+  } catch (...) {
+    if (r != nullptr) recycle(r);
+    return nullptr;  // no memory for a stack: the jobs wait for a runner to come back
+  }
+  return r;
+}
+
+// The body of a runner fiber. Holds nothing that needs destruction: an idle
+// runner is reclaimed at teardown without being resumed (release_runners).
+void worker::runner_main() {
+  for (;;) {
+    worker* w = current_worker();
+    for (std::uint32_t ran = 1;; ++ran) {
+      task_node* t = w->take_task();
+      if (t == nullptr) break;
+      runtime_impl& r = w->rt;
+      t->run(t);  // may park: we may come back on another worker
+      r.task_finished();
+      w = current_worker();
+      if (ran % kRunnerBatch == 0 && w->has_fiber_work()) break;
+    }
+    w->block_current(post_action::idle_runner);
+  }
+}
+
+void worker::release_runners() noexcept {
+  if (runner_ != nullptr) spare_runners_.push_back(std::exchange(runner_, nullptr));
+  for (fiber_record* r : spare_runners_) {
+    rt.stacks.give(r->stack);
+    r->stack = {};
+#if TESSERA_TSAN
+    __tsan_destroy_fiber(r->san.tsan_fiber);
+#endif
+    r->san = {};
+    r->body.reset();
+    recycle(r);
+  }
+  spare_runners_.clear();
+}
+
+void worker::push_task_local(task_node* t) {
+  if (!tasks_[t->priority].push(t)) rt.global_tasks[t->priority].push(t);
+  rt.notify_work();
+}
+
+void runtime_impl::push_task(task_node* t) {
+  if (t->priority >= kTaskPriorities) t->priority = kTaskPriorities - 1;
+  if (!tasks_used.load(std::memory_order_relaxed)) {
+    tasks_used.store(true, std::memory_order_seq_cst);
+  }
+  if (worker* w = current_worker(); w != nullptr && &w->rt == this) {
+    live.fetch_add(1, std::memory_order_relaxed);
+    w->push_task_local(t);
+    return;
+  }
+  if (!started.load(std::memory_order_acquire) && !running.load(std::memory_order_acquire)) {
+    throw std::logic_error(
+        "tessera: a job was submitted to a Runtime that is not running (call start(), or "
+        "submit from inside run())");
+  }
+  live.fetch_add(1, std::memory_order_relaxed);
+  // As a remote wake-up: the workers may not be torn down while we push.
+  remote_inflight.fetch_add(1, std::memory_order_seq_cst);
+  global_tasks[t->priority].push(t);
+  if (fenced_load(sleepers) != 0) wake_one_sleeper();
+  remote_inflight.fetch_sub(1, std::memory_order_release);
+}
+
+// ---- the seam of tessera/detail/tasks.h ---------------------------------------------
+runtime_impl* current_runtime() noexcept {
+  worker* w = current_worker();
+  return w != nullptr ? &w->rt : nullptr;
+}
+
+unsigned worker_count(const runtime_impl* rt) noexcept {
+  return rt->opts.workers;
+}
+
+void push_task(runtime_impl* rt, task_node* t) {
+  rt->push_task(t);
+}
+
+bool run_one_task(runtime_impl* rt) {
+  worker* w = current_worker();
+  if (w == nullptr || &w->rt != rt || !w->on_fiber()) return false;
+  const fiber_record* me = w->current();
+  // The frame address, not a local's: under ASan a local may live on a fake stack.
+  const auto room = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) -
+                    reinterpret_cast<std::uintptr_t>(me->stack.bottom());
+  if (room < std::min(kHelpStackRoom, me->stack.usable() / 2)) return false;
+  task_node* t = w->take_task();
+  if (t == nullptr) return false;
+  t->run(t);
+  rt->task_finished();
+  return true;
+}
+
+}  // namespace tessera::detail
