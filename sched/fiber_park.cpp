@@ -114,6 +114,7 @@ void worker::complete_switch(sched::fcontext_t from) noexcept {
       } else {
         spare_runners_.push_back(p);
       }
+      rt.fiber_finished();  // no longer active (tasks.cpp: what keeps run() waiting)
       break;
     case post_action::yield:
       rt.global.push(p);

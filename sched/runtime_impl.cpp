@@ -84,10 +84,15 @@ fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) 
 }
 
 void runtime_impl::fiber_finished() noexcept {
-  if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    all_done.store(true, std::memory_order_release);
-    unpark(run_waiter);
+  if (live.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+  // No fiber and no active runner: only queued jobs can be left (tasks.cpp).
+  // A runner handed out meanwhile counted itself before taking a job, so if
+  // the queues look empty and `live` is still zero, nothing is left.
+  if (tasks_used.load(std::memory_order_relaxed) &&
+      (work_left() || live.load(std::memory_order_seq_cst) != 0)) {
+    return;  // the runner that takes it brings `live` back to zero later
   }
+  if (!all_done.exchange(true, std::memory_order_acq_rel)) unpark(run_waiter);
 }
 
 void runtime_impl::start_workers(const char* who) {

@@ -180,6 +180,8 @@ class worker {
   /// Whether a fiber waits in this worker's queues (a runner's cue to step aside).
   bool has_fiber_work() const noexcept;
   void push_task_local(task_node* t);
+  /// Runs a job taken from a queue (on a runner, or helping).
+  void execute(task_node* t) noexcept;
   /// Teardown: returns the stacks and records of this worker's idle runners.
   void release_runners() noexcept;
   static void runner_main();
@@ -284,8 +286,9 @@ class runtime_impl {
   void fiber_finished() noexcept;
   /// Queues a job (tasks.cpp; tessera/detail/tasks.h has the contract).
   void push_task(task_node* t);
-  /// A job has run: as fiber_finished() (jobs count in `live`).
-  void task_finished() noexcept { fiber_finished(); }
+  /// Whether a job is queued anywhere (seq_cst loads): fiber_finished()
+  /// looks before it declares the run over (tasks.cpp says why).
+  bool work_left() const noexcept;
   /// Timers are runtime-wide, so any worker fires them — also when the worker a
   /// fiber parked on is held by a fiber that never parks.
   void add_timer(std::chrono::steady_clock::time_point deadline, fiber_record* f);

@@ -20,6 +20,16 @@
 // fairness turn of pick_local) looks at jobs before the local fibers, so
 // neither kind can starve the other.
 //
+// What keeps run() and stop() waiting. Counting every job in the Runtime's
+// `live` counter made that one cache line bounce between the workers on every
+// push and every end (a fork-join benchmark ran twice as slowly on two workers
+// as on one). So only *active runners* count: a runner adds one when a
+// worker hands it out and drops it when it steps aside, and a job queued by a
+// fiber or runner is covered by its queuer until a runner takes it. When the
+// count reaches zero, fiber_finished() looks at the job queues before it
+// declares the run over (runtime_impl::work_left). Jobs from outside the
+// Runtime (plain threads) are counted one by one (`counted`), as fibers are.
+//
 // Priorities. take_task() scans high, normal, low: at each level its own deque
 // (newest first), the global queue, then the other workers' deques (oldest
 // first). Every kPriorityTurn picks start once at low and once at normal, so
@@ -83,25 +93,43 @@ bool worker::has_fiber_work() const noexcept {
 }
 
 fiber_record* worker::acquire_runner() noexcept {
-  if (fiber_record* r = runner_) {
+  fiber_record* r = runner_;
+  if (r != nullptr) {
     runner_ = nullptr;
-    return r;
-  }
-  if (!spare_runners_.empty()) {
-    fiber_record* r = spare_runners_.back();
+  } else if (!spare_runners_.empty()) {
+    r = spare_runners_.back();
     spare_runners_.pop_back();
-    return r;
+  } else {
+    try {
+      r = take_record();
+      sched::stack_mem stack = take_stack();
+      rt.init_fiber(r, stack, fiber_task([] { runner_main(); }), false, this, false);
+    } catch (...) {
+      if (r != nullptr) recycle(r);
+      return nullptr;  // no memory for a stack: the jobs wait for a runner to come back
+    }
   }
-  fiber_record* r = nullptr;
-  try {
-    r = take_record();
-    sched::stack_mem stack = take_stack();
-    rt.init_fiber(r, stack, fiber_task([] { runner_main(); }), false, this, false);
-  } catch (...) {
-    if (r != nullptr) recycle(r);
-    return nullptr;  // no memory for a stack: the jobs wait for a runner to come back
-  }
+  // Active until it steps aside (post_action::idle_runner). seq_cst: ordered
+  // before the runner's first take, for work_left().
+  rt.live.fetch_add(1, std::memory_order_seq_cst);
   return r;
+}
+
+bool runtime_impl::work_left() const noexcept {
+  for (unsigned p = 0; p < kTaskPriorities; ++p) {
+    if (!global_tasks[p].looks_empty()) return true;
+    for (const auto& w : workers) {
+      if (!w->tasks_[p].looks_empty_seq_cst()) return true;
+    }
+  }
+  return false;
+}
+
+void worker::execute(task_node* t) noexcept {
+  const bool counted = t->counted;
+  runtime_impl& r = rt;
+  t->run(t);  // may park: `this` may be another worker's afterwards
+  if (counted) r.fiber_finished();
 }
 
 // The body of a runner fiber. Holds nothing that needs destruction: an idle
@@ -112,9 +140,7 @@ void worker::runner_main() {
     for (std::uint32_t ran = 1;; ++ran) {
       task_node* t = w->take_task();
       if (t == nullptr) break;
-      runtime_impl& r = w->rt;
-      t->run(t);  // may park: we may come back on another worker
-      r.task_finished();
+      w->execute(t);  // may park: we may come back on another worker
       w = current_worker();
       if (ran % kRunnerBatch == 0 && w->has_fiber_work()) break;
     }
@@ -148,7 +174,7 @@ void runtime_impl::push_task(task_node* t) {
     tasks_used.store(true, std::memory_order_seq_cst);
   }
   if (worker* w = current_worker(); w != nullptr && &w->rt == this) {
-    live.fetch_add(1, std::memory_order_relaxed);
+    t->counted = false;  // its queuer, a live fiber or runner, covers it
     w->push_task_local(t);
     return;
   }
@@ -157,6 +183,7 @@ void runtime_impl::push_task(task_node* t) {
         "tessera: a job was submitted to a Runtime that is not running (call start(), or "
         "submit from inside run())");
   }
+  t->counted = true;
   live.fetch_add(1, std::memory_order_relaxed);
   // As a remote wake-up: the workers may not be torn down while we push.
   remote_inflight.fetch_add(1, std::memory_order_seq_cst);
@@ -189,8 +216,7 @@ bool run_one_task(runtime_impl* rt) {
   if (room < std::min(kHelpStackRoom, me->stack.usable() / 2)) return false;
   task_node* t = w->take_task();
   if (t == nullptr) return false;
-  t->run(t);
-  rt->task_finished();
+  w->execute(t);
   return true;
 }
 

@@ -18,6 +18,7 @@ struct task_node {
   void (*run)(task_node* self) noexcept = nullptr;
   task_node* link = nullptr;
   std::uint8_t priority = 1;  // 0 high, 1 normal, 2 low
+  bool counted = false;       // the scheduler's: pushed from outside, counted in `live`
 };
 
 }  // namespace tessera::detail

@@ -1,0 +1,432 @@
+// jobbench — Tessera's jobs beside oneTBB, OpenMP and a plain std::thread
+// pool, in one run, on W workers (W = 1 and 2 by default):
+//
+//   fib          fork-join fib(N) with a task per call (oneTBB's classic):
+//                tessera::task_group, tbb::task_group, `omp task` (not the
+//                pool: a plain pool cannot fork-join — a wait that blocks
+//                deadlocks, one that helps without bound overflows the stack,
+//                one that helps to a bound deadlocks at the bound)
+//   skynet       1,000,000 tasks in a 10-ary tree summing their ids
+//   pfor-G       parallel_for over 1M trivial iterations at grain G (1, 64,
+//                4096): tessera::parallel_for and tbb::parallel_for
+//                (blocked_range, default partitioner), `omp parallel for
+//                schedule(dynamic, G)`, the pool with G-sized chunks
+//   spawn        a job submitted from a plain thread into an idle runtime:
+//                time until it starts, p50 (Tessera task_group(rt), tbb
+//                task_arena::enqueue, the pool)
+//   floor        the switch floor: a raw Boost.Context jump_fcontext round trip
+//                (two jumps), beside Tessera's fiber park/unpark ping-pong round
+//                trip and a fiber create+join, 1 worker
+//
+// Each figure is the median of --reps runs. Parallelism W means: Tessera W
+// workers (the benchmark runs on one of them); oneTBB global_control
+// max_allowed_parallelism W (the calling thread is one); OpenMP W threads;
+// the pool W-1 threads plus the calling thread, which helps while it waits.
+// Output: a table, ratios against oneTBB, and --csv rows
+// (benchmark,workers,system,value,unit).
+#include <tessera/jobs.h>
+#include <tessera/runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <boost/context/detail/fcontext.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <omp.h>
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include "thread_pool.h"
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+using jobbench::thread_pool;
+
+double ns_since(steady::time_point t0) {
+  return std::chrono::duration<double, std::nano>(steady::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double median_of(int reps, F&& once) {
+  std::vector<double> v;
+  for (int i = 0; i < reps; ++i) v.push_back(once());
+  return median(v);
+}
+
+// ---- fib -------------------------------------------------------------------------
+long fib_tessera(int n) {
+  if (n < 2) return n;
+  long a = 0;
+  tessera::task_group g;
+  g.run([&a, n] { a = fib_tessera(n - 1); });
+  const long b = fib_tessera(n - 2);
+  g.wait();
+  return a + b;
+}
+long fib_tbb(int n) {
+  if (n < 2) return n;
+  long a = 0;
+  tbb::task_group g;
+  g.run([&a, n] { a = fib_tbb(n - 1); });
+  const long b = fib_tbb(n - 2);
+  g.wait();
+  return a + b;
+}
+long fib_omp(int n) {
+  if (n < 2) return n;
+  long a = 0;
+#pragma omp task shared(a) firstprivate(n)
+  a = fib_omp(n - 1);
+  const long b = fib_omp(n - 2);
+#pragma omp taskwait
+  return a + b;
+}
+// ---- skynet ----------------------------------------------------------------------
+long skynet_tessera(long num, long size) {
+  if (size == 1) return num;
+  long sums[10];
+  tessera::task_group g;
+  const long sub = size / 10;
+  for (long i = 0; i < 10; ++i) g.run([&sums, i, num, sub] { sums[i] = skynet_tessera(num + i * sub, sub); });
+  g.wait();
+  long t = 0;
+  for (long s : sums) t += s;
+  return t;
+}
+long skynet_tbb(long num, long size) {
+  if (size == 1) return num;
+  long sums[10];
+  tbb::task_group g;
+  const long sub = size / 10;
+  for (long i = 0; i < 10; ++i) g.run([&sums, i, num, sub] { sums[i] = skynet_tbb(num + i * sub, sub); });
+  g.wait();
+  long t = 0;
+  for (long s : sums) t += s;
+  return t;
+}
+long skynet_omp(long num, long size) {
+  if (size == 1) return num;
+  long sums[10];
+  const long sub = size / 10;
+  for (long i = 0; i < 10; ++i) {
+#pragma omp task shared(sums) firstprivate(i, num, sub)
+    sums[i] = skynet_omp(num + i * sub, sub);
+  }
+#pragma omp taskwait
+  long t = 0;
+  for (long s : sums) t += s;
+  return t;
+}
+void check(const char* what, long got, long want) {
+  if (got != want) {
+    std::fprintf(stderr, "jobbench: %s computed %ld, expected %ld\n", what, got, want);
+    std::exit(1);
+  }
+}
+
+// ---- the results table ---------------------------------------------------------------
+struct row {
+  std::string bench;
+  unsigned workers;
+  std::string system;
+  double value;
+  std::string unit;
+};
+std::vector<row> rows;
+
+void record(const std::string& bench, unsigned w, const std::string& sys, double v,
+            const std::string& unit) {
+  rows.push_back({bench, w, sys, v, unit});
+  std::printf("  %-12s W=%u  %-8s %12.1f %s\n", bench.c_str(), w, sys.c_str(), v, unit.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"jobbench: Tessera's jobs beside oneTBB, OpenMP and a std::thread pool"};
+  std::vector<unsigned> worker_counts{1, 2};
+  int reps = 5;
+  int fib_n = 30;
+  std::string csv;
+  bool quick = false;
+  app.add_option("--workers", worker_counts, "worker counts to run")->expected(1, 8);
+  app.add_option("--reps", reps, "runs per figure (median)")->check(CLI::PositiveNumber);
+  app.add_option("--fib", fib_n, "n of fib(n)")->check(CLI::Range(10, 40));
+  app.add_option("--csv", csv, "write rows benchmark,workers,system,value,unit");
+  app.add_flag("--quick", quick, "fewer repetitions, fib(25) (a smoke run)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    reps = std::min(reps, 3);
+    fib_n = std::min(fib_n, 25);
+  }
+  long fib_want = 0;
+  {
+    long a = 0, b = 1;
+    for (int i = 0; i < fib_n; ++i) {
+      const long c = a + b;
+      a = b;
+      b = c;
+    }
+    fib_want = a;
+  }
+  constexpr long kSkynet = 1'000'000;
+  constexpr long kSkynetSum = kSkynet * (kSkynet - 1) / 2;
+  constexpr long kIters = 1'000'000;
+  std::vector<int> out(kIters);
+  const std::string fib_name = "fib" + std::to_string(fib_n);
+
+  const unsigned total = static_cast<unsigned>(worker_counts.size());
+  unsigned done = 0;
+  for (unsigned w : worker_counts) {
+    std::printf("[%u/%u] W=%u: fork-join, parallel_for, spawn latency\n", ++done, total, w);
+    tessera::Runtime rt({.workers = w});
+    tbb::global_control gc(tbb::global_control::max_allowed_parallelism, w);
+    omp_set_num_threads(static_cast<int>(w));
+    thread_pool pool(w - 1 == 0 ? 1 : w - 1);  // W=1: one thread, the caller only helps
+
+    // fib
+    record(fib_name, w, "tessera", median_of(reps, [&] {
+             return rt.run([&] {
+               const auto t0 = steady::now();
+               check("tessera fib", fib_tessera(fib_n), fib_want);
+               return ns_since(t0) / 1e6;
+             });
+           }), "ms");
+    record(fib_name, w, "tbb", median_of(reps, [&] {
+             const auto t0 = steady::now();
+             check("tbb fib", fib_tbb(fib_n), fib_want);
+             return ns_since(t0) / 1e6;
+           }), "ms");
+    record(fib_name, w, "openmp", median_of(reps, [&] {
+             const auto t0 = steady::now();
+             long r = 0;
+#pragma omp parallel
+#pragma omp single
+             r = fib_omp(fib_n);
+             check("omp fib", r, fib_want);
+             return ns_since(t0) / 1e6;
+           }), "ms");
+    // skynet
+    record("skynet", w, "tessera", median_of(reps, [&] {
+             return rt.run([&] {
+               const auto t0 = steady::now();
+               check("tessera skynet", skynet_tessera(0, kSkynet), kSkynetSum);
+               return ns_since(t0) / 1e6;
+             });
+           }), "ms");
+    record("skynet", w, "tbb", median_of(reps, [&] {
+             const auto t0 = steady::now();
+             check("tbb skynet", skynet_tbb(0, kSkynet), kSkynetSum);
+             return ns_since(t0) / 1e6;
+           }), "ms");
+    record("skynet", w, "openmp", median_of(reps, [&] {
+             const auto t0 = steady::now();
+             long r = 0;
+#pragma omp parallel
+#pragma omp single
+             r = skynet_omp(0, kSkynet);
+             check("omp skynet", r, kSkynetSum);
+             return ns_since(t0) / 1e6;
+           }), "ms");
+    // parallel_for: 10 calls per figure, time per call
+    for (std::size_t grain : {std::size_t{1}, std::size_t{64}, std::size_t{4096}}) {
+      const std::string name = "pfor-" + std::to_string(grain);
+      constexpr int kCalls = 10;
+      record(name, w, "tessera", median_of(reps, [&] {
+               return rt.run([&] {
+                 const auto t0 = steady::now();
+                 for (int c = 0; c < kCalls; ++c) {
+                   tessera::parallel_for(tessera::blocked_range<long>(0, kIters, grain),
+                                         [&](const tessera::blocked_range<long>& r) {
+                                           for (long i = r.begin(); i != r.end(); ++i) out[i] = int(i) + c;
+                                         });
+                 }
+                 return ns_since(t0) / 1e3 / kCalls;
+               });
+             }), "us");
+      record(name, w, "tbb", median_of(reps, [&] {
+               const auto t0 = steady::now();
+               for (int c = 0; c < kCalls; ++c) {
+                 tbb::parallel_for(tbb::blocked_range<long>(0, kIters, grain),
+                                   [&](const tbb::blocked_range<long>& r) {
+                                     for (long i = r.begin(); i != r.end(); ++i) out[i] = int(i) + c;
+                                   });
+               }
+               return ns_since(t0) / 1e3 / kCalls;
+             }), "us");
+      record(name, w, "openmp", median_of(reps, [&] {
+               const auto t0 = steady::now();
+               const long g = static_cast<long>(grain);
+               for (int c = 0; c < kCalls; ++c) {
+#pragma omp parallel for schedule(dynamic, g)
+                 for (long i = 0; i < kIters; ++i) out[i] = int(i) + c;
+               }
+               return ns_since(t0) / 1e3 / kCalls;
+             }), "us");
+      if (grain >= 64) {
+        record(name, w, "pool", median_of(std::min(reps, 3), [&] {
+                 const auto t0 = steady::now();
+                 for (int c = 0; c < kCalls; ++c) {
+                   thread_pool::group g;
+                   for (long b = 0; b < kIters; b += static_cast<long>(grain)) {
+                     const long e = std::min(kIters, b + static_cast<long>(grain));
+                     pool.submit(g, [&out, b, e, c] {
+                       for (long i = b; i < e; ++i) out[i] = int(i) + c;
+                     });
+                   }
+                   pool.wait(g);
+                 }
+                 return ns_since(t0) / 1e3 / kCalls;
+               }), "us");
+      }
+    }
+
+    // spawn-to-run latency from a plain thread into an idle runtime (workers asleep)
+    {
+      constexpr int kSamples = 200;
+      auto sample = [&](auto submit) {
+        std::vector<double> lat;
+        for (int i = 0; i < kSamples; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the workers sleep
+          std::atomic<std::int64_t> started{0};
+          const auto t0 = steady::now();
+          submit([&started] { started.store(steady::now().time_since_epoch().count()); });
+          while (started.load() == 0) {
+          }
+          lat.push_back(std::chrono::duration<double, std::micro>(
+                            steady::time_point(steady::duration(started.load())) - t0)
+                            .count());
+        }
+        return median(lat);
+      };
+      rt.start();
+      {
+        tessera::task_group g(rt);
+        record("spawn", w, "tessera", sample([&](auto f) {
+                 g.run(f);
+               }), "us");
+        g.wait();
+      }
+      rt.stop();
+      {
+        tbb::task_arena arena(static_cast<int>(w), 0);  // no slot for the caller: workers run it
+        record("spawn", w, "tbb", sample([&](auto f) { arena.enqueue(f); }), "us");
+      }
+      {
+        thread_pool::group g;
+        record("spawn", w, "pool", sample([&](auto f) { pool.submit(g, f); }), "us");
+        pool.wait(g);
+      }
+    }
+  }
+
+  // The floor: Boost.Context's raw jump, Tessera's park/unpark and create+join.
+  std::printf("[floor] context switch floor, 1 worker\n");
+  {
+    namespace ctx = boost::context::detail;
+    constexpr int kRounds = 2'000'000;
+    static char stack[64 * 1024];
+    record("jump-rt", 1, "boost", median_of(reps, [&] {
+             ctx::fcontext_t other = ctx::make_fcontext(stack + sizeof stack, sizeof stack,
+                                                        [](ctx::transfer_t t) {
+                                                          for (;;) t = ctx::jump_fcontext(t.fctx, nullptr);
+                                                        });
+             const auto t0 = steady::now();
+             for (int i = 0; i < kRounds; ++i) other = ctx::jump_fcontext(other, nullptr).fctx;
+             return ns_since(t0) / kRounds;
+           }), "ns");
+    tessera::Runtime rt1({.workers = 1});
+    record("pingpong-rt", 1, "tessera", median_of(reps, [&] {
+             return rt1.run([] {
+               constexpr int kPing = 1'000'000;
+               std::atomic<int> turn{0};
+               std::atomic<tessera::waiter*> ids[2] = {nullptr, nullptr};
+               auto player = [&](int me) {
+                 ids[me] = tessera::self();
+                 while (ids[1 - me].load() == nullptr) tessera::this_fiber::yield();
+                 for (int i = 0; i < kPing; ++i) {
+                   while (turn.load(std::memory_order_acquire) != me) tessera::park();
+                   turn.store(1 - me, std::memory_order_release);
+                   tessera::unpark(ids[1 - me].load(std::memory_order_relaxed));
+                 }
+               };
+               const auto t0 = steady::now();
+               tessera::fiber a(player, 0), b(player, 1);
+               a.join();
+               b.join();
+               return ns_since(t0) / kPing;
+             });
+           }), "ns");
+    record("create-join", 1, "tessera", median_of(reps, [&] {
+             return rt1.run([] {
+               constexpr int kN = 200'000;
+               const auto t0 = steady::now();
+               for (int i = 0; i < kN; ++i) tessera::fiber([] {}).join();
+               return ns_since(t0) / kN;
+             });
+           }), "ns");
+    record("job-run-wait", 1, "tessera", median_of(reps, [&] {
+             return rt1.run([] {
+               constexpr int kN = 1'000'000;
+               tessera::task_group g;
+               const auto t0 = steady::now();
+               for (int i = 0; i < kN; ++i) {
+                 g.run([] {});
+                 g.wait();
+               }
+               return ns_since(t0) / kN;
+             });
+           }), "ns");
+    record("job-run-wait", 1, "tbb", median_of(reps, [&] {
+             tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+             constexpr int kN = 1'000'000;
+             tbb::task_group g;
+             const auto t0 = steady::now();
+             for (int i = 0; i < kN; ++i) {
+               g.run([] {});
+               g.wait();
+             }
+             return ns_since(t0) / kN;
+           }), "ns");
+  }
+
+  // Ratios against oneTBB (time ratio: < 1 is faster than oneTBB).
+  std::printf("\nTessera's time / oneTBB's time (same run; < 1.00 is faster):\n");
+  std::map<std::pair<std::string, unsigned>, std::map<std::string, double>> by;
+  for (const auto& r : rows) by[{r.bench, r.workers}][r.system] = r.value;
+  for (const auto& [key, sys] : by) {
+    if (sys.count("tessera") && sys.count("tbb")) {
+      std::printf("  %-12s W=%u  %.2fx\n", key.first.c_str(), key.second,
+                  sys.at("tessera") / sys.at("tbb"));
+    }
+  }
+  if (const auto it = by.find({"jump-rt", 1}); it != by.end()) {
+    const double floor = it->second.at("boost");
+    std::printf("  park/unpark round trip / two-jump floor: %.2fx\n",
+                by[{"pingpong-rt", 1}]["tessera"] / floor);
+  }
+  if (!csv.empty()) {
+    std::ofstream f(csv);
+    f << "benchmark,workers,system,value,unit\n";
+    for (const auto& r : rows) f << r.bench << ',' << r.workers << ',' << r.system << ',' << r.value << ',' << r.unit << '\n';
+  }
+  return 0;
+}
