@@ -167,10 +167,13 @@ int main(int argc, char** argv) {
   int fib_n = 30;
   std::string csv;
   bool quick = false;
+  long idle_spin_us = 50;
   app.add_option("--workers", worker_counts, "worker counts to run")->expected(1, 8);
   app.add_option("--reps", reps, "runs per figure (median)")->check(CLI::PositiveNumber);
   app.add_option("--fib", fib_n, "n of fib(n)")->check(CLI::Range(10, 40));
   app.add_option("--csv", csv, "write rows benchmark,workers,system,value,unit");
+  app.add_option("--idle-spin", idle_spin_us, "Tessera workers' idle spin, µs (runtime_options::idle_spin)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quick", quick, "fewer repetitions, fib(25) (a smoke run)");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
@@ -197,18 +200,19 @@ int main(int argc, char** argv) {
   unsigned done = 0;
   for (unsigned w : worker_counts) {
     std::printf("[%u/%u] W=%u: fork-join, parallel_for, spawn latency\n", ++done, total, w);
-    tessera::Runtime rt({.workers = w});
+    tessera::Runtime rt({.workers = w, .idle_spin = std::chrono::microseconds(idle_spin_us)});
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, w);
     omp_set_num_threads(static_cast<int>(w));
     thread_pool pool(w - 1 == 0 ? 1 : w - 1);  // W=1: one thread, the caller only helps
+    rt.start();  // the Tessera figures run as submitted fibers on a started Runtime
 
     // fib
     record(fib_name, w, "tessera", median_of(reps, [&] {
-             return rt.run([&] {
+             return rt.submit([&] {
                const auto t0 = steady::now();
                check("tessera fib", fib_tessera(fib_n), fib_want);
                return ns_since(t0) / 1e6;
-             });
+             }).get();
            }), "ms");
     record(fib_name, w, "tbb", median_of(reps, [&] {
              const auto t0 = steady::now();
@@ -226,11 +230,11 @@ int main(int argc, char** argv) {
            }), "ms");
     // skynet
     record("skynet", w, "tessera", median_of(reps, [&] {
-             return rt.run([&] {
+             return rt.submit([&] {
                const auto t0 = steady::now();
                check("tessera skynet", skynet_tessera(0, kSkynet), kSkynetSum);
                return ns_since(t0) / 1e6;
-             });
+             }).get();
            }), "ms");
     record("skynet", w, "tbb", median_of(reps, [&] {
              const auto t0 = steady::now();
@@ -251,7 +255,7 @@ int main(int argc, char** argv) {
       const std::string name = "pfor-" + std::to_string(grain);
       constexpr int kCalls = 10;
       record(name, w, "tessera", median_of(reps, [&] {
-               return rt.run([&] {
+               return rt.submit([&] {
                  const auto t0 = steady::now();
                  for (int c = 0; c < kCalls; ++c) {
                    tessera::parallel_for(tessera::blocked_range<long>(0, kIters, grain),
@@ -260,7 +264,7 @@ int main(int argc, char** argv) {
                                          });
                  }
                  return ns_since(t0) / 1e3 / kCalls;
-               });
+               }).get();
              }), "us");
       record(name, w, "tbb", median_of(reps, [&] {
                const auto t0 = steady::now();
@@ -317,7 +321,6 @@ int main(int argc, char** argv) {
         }
         return median(lat);
       };
-      rt.start();
       {
         tessera::task_group g(rt);
         record("spawn", w, "tessera", sample([&](auto f) {
