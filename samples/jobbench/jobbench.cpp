@@ -12,8 +12,12 @@
 //                (blocked_range, default partitioner), `omp parallel for
 //                schedule(dynamic, G)`, the pool with G-sized chunks
 //   spawn        a job submitted from a plain thread into an idle runtime:
-//                time until it starts, p50 (Tessera task_group(rt), tbb
-//                task_arena::enqueue, the pool)
+//                time until it starts, p50, 2 ms apart (Tessera
+//                task_group(rt).run, tbb::task_group::run, the pool). How
+//                idle "idle" is differs: Tessera's workers sleep on a futex
+//                after runtime_options::idle_spin (50 µs), oneTBB's keep
+//                spinning and yielding for a while longer, the pool's sleep on
+//                a condition variable at once.
 //   floor        the switch floor: a raw Boost.Context jump_fcontext round trip
 //                (two jumps), beside Tessera's fiber park/unpark ping-pong round
 //                trip and a fiber create+join, 1 worker
@@ -36,6 +40,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +49,6 @@
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include "thread_pool.h"
@@ -201,7 +205,9 @@ int main(int argc, char** argv) {
   for (unsigned w : worker_counts) {
     std::printf("[%u/%u] W=%u: fork-join, parallel_for, spawn latency\n", ++done, total, w);
     tessera::Runtime rt({.workers = w, .idle_spin = std::chrono::microseconds(idle_spin_us)});
-    tbb::global_control gc(tbb::global_control::max_allowed_parallelism, w);
+    // The most restrictive live global_control wins: the spawn figure needs
+    // W workers *besides* the submitting thread, so this one ends before it.
+    std::optional<tbb::global_control> gc(std::in_place, tbb::global_control::max_allowed_parallelism, w);
     omp_set_num_threads(static_cast<int>(w));
     thread_pool pool(w - 1 == 0 ? 1 : w - 1);  // W=1: one thread, the caller only helps
     rt.start();  // the Tessera figures run as submitted fibers on a started Runtime
@@ -312,9 +318,13 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the workers sleep
           std::atomic<std::int64_t> started{0};
           const auto t0 = steady::now();
-          submit([&started] { started.store(steady::now().time_since_epoch().count()); });
-          while (started.load() == 0) {
-          }
+          submit([&started] {
+            started.store(steady::now().time_since_epoch().count());
+            started.notify_one();
+          });
+          // Block, not spin: a spinning submitter would hold the core that a
+          // pinned worker needs to wake up on.
+          started.wait(0);
           lat.push_back(std::chrono::duration<double, std::micro>(
                             steady::time_point(steady::duration(started.load())) - t0)
                             .count());
@@ -329,9 +339,12 @@ int main(int argc, char** argv) {
         g.wait();
       }
       rt.stop();
+      gc.reset();
       {
-        tbb::task_arena arena(static_cast<int>(w), 0);  // no slot for the caller: workers run it
-        record("spawn", w, "tbb", sample([&](auto f) { arena.enqueue(f); }), "us");
+        tbb::global_control spawn_gc(tbb::global_control::max_allowed_parallelism, w + 1);
+        tbb::task_group g;  // run() from this external thread: oneTBB's W workers take it
+        record("spawn", w, "tbb", sample([&](auto f) { g.run(f); }), "us");
+        g.wait();
       }
       {
         thread_pool::group g;
