@@ -75,10 +75,10 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set logscale y
-set yrange [0.1:100]
-set ytics (0.1, 0.25, 0.5, 1, 2, 4, 10, 100)
+set yrange [0.1:1000]
+set ytics (0.1, 0.25, 0.5, 1, 2, 4, 10, 100, 1000)
 set grid ytics
-set xtics rotate by -35 scale 0
+set xtics rotate by 35 right scale 0
 set key top left
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
 plot 'out/jobbench-ratios.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
