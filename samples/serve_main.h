@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,13 +21,15 @@ namespace tessera::samples {
 /// Set once SIGINT or SIGTERM arrived: handlers stop keeping connections alive.
 inline std::atomic<bool> g_stopping{false};
 
-/// Parses --host, --port, --workers and --idle-timeout, listens, prints
+/// Parses --host, --port, --workers and --idle-timeout (and what
+/// `more_options` adds), listens, prints
 /// "listening on HOST:PORT", and runs `serve(stream, idle)` in a fiber per
 /// connection until SIGINT or SIGTERM (then the listener closes and run()
 /// waits for the connections to finish). Returns main()'s exit code.
 template <class Serve>
 int serve_main(int argc, char** argv, const char* description, unsigned short default_port,
-               unsigned default_idle_s, Serve serve) {
+               unsigned default_idle_s, Serve serve,
+               const std::function<void(CLI::App&)>& more_options = {}) {
   CLI::App app{description};
   std::string host = "127.0.0.1";
   unsigned short port = default_port;
@@ -39,6 +42,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   app.add_option("--idle-timeout", idle_s,
                  "Seconds a connection may stay quiet (and a request take to arrive)")
       ->capture_default_str();
+  if (more_options) more_options(app);
   CLI11_PARSE(app, argc, argv);
 
   // Signals go to a waiting thread, which closes the listener.

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # HTTP servers side by side on this machine: Tessera's samples/http_server,
-# nginx (nginx-light, `return 200`), and Go's net/http (samples/peers), each
+# nginx (nginx-light, `return 200`), Go's net/http (samples/peers) and a
+# std::thread-per-connection server (samples/thread_server, the baseline), each
 # pinned to core 0 with one worker/process/GOMAXPROCS=1, wrk pinned to core 1.
 # - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
 #   percentiles at a fixed rate from samples/loadgen's open loop;
 # - TCP echo round trips/s, 64 B and 4 KiB, 1 and 100 connections, against
-#   Go's (samples/peers/echo.go);
+#   Go's (samples/peers/echo.go) and the thread-per-connection baseline's;
 # - server RSS per idle connection with 10,000 of them open.
-# out/netbench.csv, and tables with ratios from the same run.
+# out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
 #   scripts/netbench.sh [--seconds S]      (default 10 s per point)
 # Installs what is missing (wrk, nginx-light, golang-go, the build deps).
 set -euo pipefail
@@ -32,7 +33,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 cmake --preset release > /dev/null
-cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen > /dev/null
+cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen thread_server > /dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p out
 work="$(mktemp -d)"
@@ -80,12 +81,14 @@ GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
 GOMAXPROCS=1 start go-echo 17081 "$work/echo" -port 17081
+start threads 18084 build/release/samples/thread_server --mode http --port 18084
+start threads-echo 17084 build/release/samples/thread_server --mode echo --port 17084
 loadgen() { taskset -c 1 build/release/samples/loadgen "$@"; }
 
 echo "server,connections,requests_per_s,p50_ms,p99_ms" > out/netbench.csv
 declare -A rps
 for conns in 100 1000; do
-  for server in tessera:18080 tessera-nodeadline:18083 go:18081 nginx:18082; do
+  for server in tessera:18080 tessera-nodeadline:18083 go:18081 nginx:18082 threads:18084; do
     name="${server%%:*}"; port="${server##*:}"
     echo "netbench: $name, $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" --latency "http://127.0.0.1:$port/")"
@@ -103,11 +106,12 @@ for conns in 100 1000; do
   awk -v c="$conns" -v t="${rps[tessera,$conns]}" -v u="${rps[tessera-nodeadline,$conns]}" \
     'BEGIN { printf "timed reads (a deadline on every read) at %s connections: %.0f vs %.0f requests/s without: %+.1f%%\n", c, t, u, (t / u - 1) * 100 }'
 done
-printf "%-12s %14s %14s %14s %16s %16s\n" connections tessera go nginx "tessera/nginx" "tessera/go"
+printf "%-12s %12s %12s %12s %12s %14s %12s %16s\n" connections tessera go nginx threads \
+  "tessera/nginx" "tessera/go" "tessera/threads"
 for conns in 100 1000; do
-  t="${rps[tessera,$conns]}"; g="${rps[go,$conns]}"; n="${rps[nginx,$conns]}"
-  awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" \
-    'BEGIN { printf "%-12s %14s %14s %14s %15.2fx %15.2fx\n", c, t, g, n, t / n, t / g }'
+  t="${rps[tessera,$conns]}"; g="${rps[go,$conns]}"; n="${rps[nginx,$conns]}"; h="${rps[threads,$conns]}"
+  awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" -v h="$h" \
+    'BEGIN { printf "%-12s %12s %12s %12s %12s %13.2fx %11.2fx %15.2fx\n", c, t, g, n, h, t / n, t / g, t / h }'
 done
 
 # Latency at a fixed request rate (open loop: measured from when each request
@@ -127,7 +131,7 @@ echo
 declare -A echo_rt
 for size in 64 4096; do
   for conns in 1 100; do
-    for server in tessera:17080 go:17081; do
+    for server in tessera:17080 go:17081 threads:17084; do
       name="${server%%:*}"; port="${server##*:}"
       echo "netbench: echo $name, $size B, $conns connections ..."
       line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
@@ -137,12 +141,13 @@ for size in 64 4096; do
     done
   done
 done
-printf "\n%-22s %14s %14s %12s\n" "echo (round trips/s)" tessera go tessera/go
+printf "\n%-22s %12s %12s %12s %12s %16s\n" "echo (round trips/s)" tessera go threads tessera/go \
+  tessera/threads
 for size in 64 4096; do
   for conns in 1 100; do
-    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"
-    awk -v k="$size B x $conns" -v t="$t" -v g="$g" \
-      'BEGIN { printf "%-22s %14s %14s %11.2fx\n", k, t, g, t / g }'
+    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"; h="${echo_rt[threads,$size,$conns]}"
+    awk -v k="$size B x $conns" -v t="$t" -v g="$g" -v h="$h" \
+      'BEGIN { printf "%-22s %12s %12s %12s %11.2fx %15.2fx\n", k, t, g, h, t / g, t / h }'
   done
 done
 
@@ -161,4 +166,32 @@ for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo
   echo "netbench: $name: RSS $before -> $after KiB with 10,000 idle connections: $per bytes each ($(head -1 "$work/idle.out"))"
   echo "idle-$name,10000,$per bytes/connection" >> out/netbench.csv
 done
-echo "CSV: out/netbench.csv"
+# The plot: requests/s and echo round trips/s per server, same run.
+{
+  echo "label tessera go nginx threads"
+  for conns in 100 1000; do
+    echo "\"HTTP $conns conns\" ${rps[tessera,$conns]} ${rps[go,$conns]} ${rps[nginx,$conns]} ${rps[threads,$conns]}"
+  done
+  for size in 64 4096; do
+    for conns in 1 100; do
+      echo "\"echo ${size} B x $conns\" ${echo_rt[tessera,$size,$conns]} ${echo_rt[go,$size,$conns]} NaN ${echo_rt[threads,$size,$conns]}"
+    done
+  done
+} > "$work/plot.dat"
+gnuplot <<GP
+set terminal pngcairo size 1200,520 noenhanced font 'sans,10'
+set output 'out/netbench.png'
+set title "Requests (HTTP) and round trips (echo) per second, one server core, same run (higher is better)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key top right
+set format y "%.0s%c"
+plot '$work/plot.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
+     '' using 3 title 'Go net' lc rgb "#1f77b4", \
+     '' using 4 title 'nginx' lc rgb "#2ca02c", \
+     '' using 5 title 'std::thread per connection' lc rgb "#7f7f7f"
+GP
+echo "CSV: out/netbench.csv  plot: out/netbench.png"

@@ -3,7 +3,10 @@
 //
 //   http_server --port 8080 --workers 1 [--idle-timeout 10]
 //
-// Routes: "/" answers "Hello, World!"; anything else 404. Keep-alive and
+// Routes: "/" answers "Hello, World!"; "/static/NAME" the file NAME of the
+// --static directory (read through tessera::io::blocking, so a slow disk parks
+// only the fiber; names with '/' or a leading '.' are refused with 404);
+// anything else 404. Keep-alive and
 // pipelined requests (answered in order), "Connection: close" honoured,
 // malformed input answered with 400 and the connection closed. A request must
 // arrive whole within --idle-timeout seconds of its first byte, and a quiet
@@ -14,6 +17,9 @@
 #include <tessera/net.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 
 #include "../serve_main.h"
@@ -21,6 +27,24 @@
 namespace {
 
 constexpr std::string_view kHello = "Hello, World!";
+std::string g_static_dir;  // --static: the directory behind /static/
+
+/// The contents of /static/NAME, or nothing (no such file, a name that could
+/// leave the directory, no --static).
+std::optional<std::string> static_file(const std::string& url) {
+  constexpr std::string_view kPrefix = "/static/";
+  if (g_static_dir.empty() || url.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string name = url.substr(kPrefix.size());
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos ||
+      name.find('?') != std::string::npos) {
+    return std::nullopt;
+  }
+  return tessera::io::blocking([&]() -> std::optional<std::string> {
+    std::ifstream f(g_static_dir + "/" + name, std::ios::binary);
+    if (!f) return std::nullopt;
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  });
+}
 
 struct connection {
   std::string url;
@@ -32,10 +56,14 @@ struct connection {
 void respond(connection& c, http_parser* p) {
   const bool keep = http_should_keep_alive(p) != 0 &&
                     !tessera::samples::g_stopping.load(std::memory_order_relaxed);
-  const bool ok = c.url == "/";
-  const std::string_view body = ok ? kHello : std::string_view("Not Found");
+  std::optional<std::string> file;
+  if (c.url != "/") file = static_file(c.url);
+  const bool ok = c.url == "/" || file.has_value();
+  const std::string_view body =
+      file ? std::string_view(*file) : ok ? kHello : std::string_view("Not Found");
   c.out += ok ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n";
-  c.out += "Content-Type: text/plain\r\nContent-Length: ";
+  c.out += file ? "Content-Type: application/octet-stream\r\nContent-Length: "
+                : "Content-Type: text/plain\r\nContent-Length: ";
   c.out += std::to_string(body.size());
   c.out += keep ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
   c.out += body;
@@ -113,5 +141,9 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
 
 int main(int argc, char** argv) {
   return tessera::samples::serve_main(
-      argc, argv, "http_server: HTTP/1.1 keep-alive server on Tessera fibers", 8080, 10, serve);
+      argc, argv, "http_server: HTTP/1.1 keep-alive server on Tessera fibers", 8080, 10, serve,
+      [](CLI::App& app) {
+        app.add_option("--static", g_static_dir, "Directory served under /static/")
+            ->check(CLI::ExistingDirectory);
+      });
 }
