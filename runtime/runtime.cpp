@@ -124,7 +124,7 @@ const Runtime::options& Runtime::config() const noexcept {
 }
 std::string Runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
-         "; I/O: epoll (edge-triggered), registered at a descriptor's first fiber wait";
+         "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";
 }
 
 Runtime::statistics Runtime::stats() const noexcept {

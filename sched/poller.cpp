@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -58,13 +61,24 @@ io_wait thread_wait(poll_desc& d, bool write,
   }
 }
 
+}  // namespace
+
 // Readiness (or close) for one direction: see the protocol in poller.h.
-void notify(std::atomic<std::uintptr_t>& word) noexcept {
+void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept {
   const std::uintptr_t old = word.exchange(poll_desc::kReady, std::memory_order_acq_rel);
   if (old > poll_desc::kReady) unpark(reinterpret_cast<waiter*>(old));
 }
-
+namespace {
+void notify(std::atomic<std::uintptr_t>& word) noexcept {
+  notify_readiness(word);
+}
 }  // namespace
+
+bool registered_with(const poll_desc& d, const poller& p) noexcept {
+  std::lock_guard lock(registration_lock());
+  runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
+  return rt != nullptr && &rt->io == &p;
+}
 
 poll_desc* new_poll_desc(int fd) {
   poll_desc* d = nullptr;
@@ -156,16 +170,48 @@ void close_io(poll_desc& d) noexcept {
 }
 
 // ---- poller ---------------------------------------------------------------------
+namespace {
+io_backend from_environment(io_backend requested) {
+  if (requested != io_backend::automatic) return requested;
+  const char* env = std::getenv("TESSERA_IO_BACKEND");
+  if (env == nullptr || *env == '\0') return requested;
+  const std::string v(env);
+  if (v == "epoll") return io_backend::epoll;
+  if (v == "io_uring") return io_backend::io_uring;
+  throw std::invalid_argument("tessera::Runtime: TESSERA_IO_BACKEND='" + v +
+                              "' is neither 'epoll' nor 'io_uring'");
+}
+}  // namespace
+
+poller::poller(io_backend requested) : backend_(from_environment(requested)) {
+  if (backend_ == io_backend::automatic) {
+    backend_ = uring_works() ? io_backend::io_uring : io_backend::epoll;
+  } else if (backend_ == io_backend::io_uring && !uring_works()) {
+    throw std::system_error(ENOSYS, std::generic_category(),
+                            "tessera::Runtime: io_backend::io_uring was asked for, but this kernel "
+                            "refuses io_uring or its multishot poll (Linux 5.13)");
+  }
+}
+
+const char* poller::backend_name() const noexcept {
+  return backend_ == io_backend::io_uring ? "io_uring (multishot poll)" : "epoll (edge-triggered)";
+}
+
 poller::~poller() {
   {
     std::lock_guard lock(registration_lock());
     for (poll_desc* d : descs_) d->registered.store(nullptr, std::memory_order_release);
   }
+  uring_destroy();
   if (epfd_ >= 0) ::close(epfd_);
   if (eventfd_ >= 0) ::close(eventfd_);
 }
 
 void poller::init() {
+  if (backend_ == io_backend::io_uring) {
+    std::call_once(once_, [this] { uring_init(); });
+    return;
+  }
   std::call_once(once_, [this] {
     epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0)
@@ -200,6 +246,11 @@ void poller::unregister_desc(poll_desc& d) noexcept {
 
 void poller::add(poll_desc& d) {
   init();
+  if (backend_ == io_backend::io_uring) {
+    uring_add(d);
+    active_.store(true, std::memory_order_release);
+    return;
+  }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = &d;
@@ -212,11 +263,16 @@ void poller::add(poll_desc& d) {
 }
 
 void poller::remove(poll_desc& d) noexcept {
+  if (backend_ == io_backend::io_uring) {
+    uring_remove(d);
+    return;
+  }
   if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
 }
 
 int poller::poll(int timeout_ms) noexcept {
   if (!active()) return 0;
+  if (backend_ == io_backend::io_uring) return uring_poll(timeout_ms);
   epoll_event events[64];
   const int n = ::epoll_wait(epfd_, events, 64, timeout_ms);
   int ready = 0;

@@ -1,5 +1,6 @@
-// sched/poller.h — the I/O poller of a Runtime (epoll, edge-triggered), and the
-// per-descriptor readiness record fibers park on (Go's pollDesc).
+// sched/poller.h — the I/O poller of a Runtime (epoll, edge-triggered; or
+// io_uring's multishot poll, poller_uring.cpp), and the per-descriptor
+// readiness record fibers park on (Go's pollDesc).
 //
 // poll_desc: one per descriptor that a fiber has waited on; type-stable (pooled,
 // never freed), so a readiness event for a descriptor closed meanwhile lands on
@@ -16,9 +17,10 @@
 //             fails a notifier replaced self with kReady, which it consumes
 //             (CAS kReady -> 0) and retries the system call. A word found at
 //             kReady before parking is consumed at once (retry).
-//   notifier  (epoll event, or close) exchange(kReady); an old value that is
-//             a waiter gets unpark()ed. Edge-triggered epoll reports each
-//             transition once; the sticky kReady keeps it until consumed.
+//   notifier  (epoll event, io_uring poll completion, or close)
+//             exchange(kReady); an old value that is a waiter gets unpark()ed.
+//             Edge-triggered epoll and multishot poll report each transition
+//             once; the sticky kReady keeps it until consumed.
 //   close     sets `closing` (seq_cst) before notifying both directions; a
 //             waiter re-checks `closing` after publishing itself, so one of the
 //             two sees the other (Dekker).
@@ -46,6 +48,7 @@
 #include <unordered_set>
 
 #include "tessera/park.h"
+#include "tessera/runtime_options.h"
 
 namespace tessera::detail {
 
@@ -84,11 +87,19 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
 void close_io(poll_desc& d) noexcept;
 /// Sets `cancelled` and wakes both directions' waiters (the descriptor stays open).
 void cancel_io(poll_desc& d) noexcept;
+/// Readiness (or close) for one direction: sets kReady, unparks a waiter.
+void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;
+/// Whether `d` is registered with the poller `p` (under the registration lock).
+bool registered_with(const poll_desc& d, const class poller& p) noexcept;
 
-/// The epoll instance of one Runtime, created at its first registration.
+/// The poller of one Runtime: an epoll instance or an io_uring, created at its
+/// first registration. The backend is resolved when the Runtime is built.
 class poller {
  public:
-  poller() = default;
+  /// Resolves `requested` (automatic: io_uring if it works here, see
+  /// io_backend). Throws std::system_error if io_uring is required and the
+  /// kernel refuses it.
+  explicit poller(io_backend requested);
   ~poller();
   poller(const poller&) = delete;
   poller& operator=(const poller&) = delete;
@@ -105,6 +116,10 @@ class poller {
   int poll(int timeout_ms) noexcept;
   /// Makes a poll() in progress (or the next) return.
   void wake() noexcept;
+  /// The backend in use: epoll or io_uring.
+  io_backend backend() const noexcept { return backend_; }
+  /// How describe() names it.
+  const char* backend_name() const noexcept;
 
   /// The one worker allowed to block in poll() at a time.
   std::atomic<bool> poll_sleeper{false};
@@ -115,6 +130,18 @@ class poller {
   void init();
   void add(poll_desc& d);
   void remove(poll_desc& d) noexcept;
+  // io_uring (poller_uring.cpp): the ring and its locks, null with epoll.
+  struct uring;
+  static bool uring_works() noexcept;
+  void uring_init();
+  void uring_add(poll_desc& d);
+  void uring_remove(poll_desc& d) noexcept;
+  int uring_poll(int timeout_ms) noexcept;
+  void uring_destroy() noexcept;
+  friend void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;
+
+  io_backend backend_;
+  uring* uring_ = nullptr;
   std::once_flag once_;
   std::unordered_set<poll_desc*> descs_;  // registered here; under the registration lock
   int epfd_ = -1;

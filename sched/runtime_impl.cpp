@@ -9,7 +9,9 @@ namespace tessera::detail {
 
 // ---- runtime_impl --------------------------------------------------------------------
 runtime_impl::runtime_impl(const runtime_options& o)
-    : opts(o), stacks(o.stack_size, o.guard_pages ? (o.guard_size != 0 ? o.guard_size : 1) : 0) {
+    : opts(o),
+      io(o.io),
+      stacks(o.stack_size, o.guard_pages ? (o.guard_size != 0 ? o.guard_size : 1) : 0) {
   if (opts.workers > 4096) {
     throw std::invalid_argument("tessera::Runtime: workers = " + std::to_string(opts.workers) +
                                 " exceeds the limit of 4096");

@@ -301,7 +301,7 @@ class runtime_impl {
 
   runtime_options opts;
   sched::topology topo;
-  poller io;  // created at the first registration (poller.h)
+  poller io;  // its kernel instance is created at the first registration (poller.h)
   sched::stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
   sched::global_fifo<fiber_record> global;

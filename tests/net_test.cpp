@@ -434,3 +434,52 @@ TEST(Net, ErrorsNameTheOperationAndEndpoint) {
 
 }  // namespace
 }  // namespace tessera::test
+
+namespace tessera::net {
+namespace {
+
+TEST(IoBackend, DescribeNamesTheBackendAskedFor) {
+  {
+    Runtime rt({.workers = 1, .io = io_backend::epoll});
+    EXPECT_NE(rt.describe().find("I/O: epoll"), std::string::npos) << rt.describe();
+  }
+  {
+    Runtime rt({.workers = 1, .io = io_backend::io_uring});
+    EXPECT_NE(rt.describe().find("I/O: io_uring"), std::string::npos) << rt.describe();
+    // And it carries traffic: one echo round trip on loopback.
+    rt.run([] {
+      auto l = tcp_listener::listen("127.0.0.1:0");
+      fiber server([&] {
+        auto s = l.accept();
+        char c[5];
+        s.read_exactly(c, 5);
+        s.write_all(c, 5);
+      });
+      auto c = tcp_stream::connect(l.local_endpoint().to_string());
+      c.write_all("hello", 5);
+      char back[5];
+      c.read_exactly(back, 5);
+      EXPECT_EQ(std::string(back, 5), "hello");
+      server.join();
+    });
+  }
+}
+
+TEST(IoBackend, AnUnknownEnvironmentValueIsAClearError) {
+  ::setenv("TESSERA_IO_BACKEND", "kqueue", 1);
+  try {
+    Runtime rt({.workers = 1});
+    ADD_FAILURE() << "no error for TESSERA_IO_BACKEND=kqueue";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kqueue"), std::string::npos) << e.what();
+  }
+  ::unsetenv("TESSERA_IO_BACKEND");
+  // An explicit choice is not overridden by the environment.
+  ::setenv("TESSERA_IO_BACKEND", "io_uring", 1);
+  Runtime rt({.workers = 1, .io = io_backend::epoll});
+  EXPECT_NE(rt.describe().find("I/O: epoll"), std::string::npos) << rt.describe();
+  ::unsetenv("TESSERA_IO_BACKEND");
+}
+
+}  // namespace
+}  // namespace tessera::net

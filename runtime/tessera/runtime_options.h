@@ -7,6 +7,18 @@
 
 namespace tessera {
 
+/// Which kernel interface a Runtime's I/O poller uses (runtime_options::io).
+/// - automatic: io_uring where it works here (io_uring_queue_init succeeds and
+///   the kernel has multishot poll, Linux 5.13), epoll otherwise — containers
+///   often forbid io_uring. The environment variable TESSERA_IO_BACKEND
+///   (`epoll` or `io_uring`) overrides it.
+/// - epoll: edge-triggered epoll.
+/// - io_uring: multishot IORING_OP_POLL_ADD through liburing; the Runtime's
+///   constructor throws std::system_error when the kernel refuses it.
+/// Both deliver the same readiness to the same waiters; Runtime::describe()
+/// says which one runs.
+enum class io_backend { automatic, epoll, io_uring };
+
 /// How a Runtime is set up. An aggregate: `Runtime rt({.workers = 2});`.
 struct runtime_options {
   /// Worker threads; 0 means one per core that hwloc reports.
@@ -36,6 +48,8 @@ struct runtime_options {
   /// cores are shared (a VM), a latency-bound client with one connection
   /// runs faster so (scripts/netbench.sh's load generator does).
   std::chrono::microseconds idle_spin{50};
+  /// The I/O poller's kernel interface (see io_backend).
+  io_backend io = io_backend::automatic;
 };
 
 }  // namespace tessera

@@ -1,0 +1,196 @@
+// sched/poller_uring.cpp — the io_uring backend of the poller (poller.h).
+//
+// Readiness, not completion: each registered descriptor gets one multishot
+// IORING_OP_POLL_ADD (POLLIN | POLLOUT | POLLRDHUP), whose completions play
+// the part of edge-triggered epoll events — the same notify on the same
+// readiness words, so the wait protocol, its SPIN model and every caller are
+// unchanged. The wake-up eventfd is polled the same way (user_data 0).
+//
+// Sharing the ring: submissions (register, unregister, re-arm) take sq_mu;
+// reaping completions takes cq_mu — a blocking poll (the one poll sleeper)
+// waits holding it, non-blocking polls only try it (whoever holds it delivers
+// the events). Waiting uses io_uring_enter's extended argument (Linux 5.11),
+// so a waiter never touches the submission queue.
+//
+// A multishot poll ends by itself on an error or when the kernel cannot keep
+// it (no IORING_CQE_F_MORE): it is re-armed if the descriptor is still
+// registered here. A completion for a descriptor unregistered meanwhile (its
+// record is type-stable, maybe reused) is at most a spurious wake-up, as with
+// epoll.
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+#include <system_error>
+
+#include "internal.h"
+#include "poller.h"
+
+namespace tessera::detail {
+
+struct poller::uring {
+  io_uring ring{};
+  std::mutex sq_mu;
+  std::mutex cq_mu;
+};
+
+namespace {
+constexpr unsigned kRingEntries = 256;
+constexpr unsigned kPollMask = POLLIN | POLLOUT | POLLRDHUP;
+
+// An SQE, submitting what is queued first if the ring is full. Under sq_mu.
+io_uring_sqe* get_sqe(io_uring& ring) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) {
+    io_uring_submit(&ring);
+    sqe = io_uring_get_sqe(&ring);
+  }
+  if (sqe == nullptr) {
+    throw std::system_error(EBUSY, std::generic_category(), "tessera: io_uring submission queue full");
+  }
+  return sqe;
+}
+
+void arm(io_uring& ring, int fd, void* tag, unsigned mask) {
+  io_uring_sqe* sqe = get_sqe(ring);
+  io_uring_prep_poll_multishot(sqe, fd, mask);
+  io_uring_sqe_set_data(sqe, tag);
+  const int r = io_uring_submit(&ring);
+  if (r < 0) throw std::system_error(-r, std::generic_category(), "tessera: io_uring_submit (poll)");
+}
+}  // namespace
+
+bool poller::uring_works() noexcept {
+  // Once per process: a ring can be made, and a multishot poll on an eventfd
+  // stays armed after it fires (IORING_CQE_F_MORE).
+  static const bool works = [] {
+    io_uring ring{};
+    if (io_uring_queue_init(4, &ring, 0) != 0) return false;
+    bool ok = false;
+    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd >= 0) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+      io_uring_prep_poll_multishot(sqe, efd, POLLIN);
+      io_uring_sqe_set_data(sqe, nullptr);
+      const std::uint64_t one = 1;
+      if (io_uring_submit(&ring) == 1 && ::write(efd, &one, sizeof one) == sizeof one) {
+        io_uring_cqe* cqe = nullptr;
+        __kernel_timespec ts{1, 0};
+        if (io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == 0) {
+          ok = cqe->res > 0 && (cqe->flags & IORING_CQE_F_MORE) != 0;
+          io_uring_cqe_seen(&ring, cqe);
+        }
+      }
+      ::close(efd);
+    }
+    io_uring_queue_exit(&ring);
+    return ok;
+  }();
+  return works;
+}
+
+void poller::uring_init() {
+  auto* u = new uring;
+  const int r = io_uring_queue_init(kRingEntries, &u->ring, 0);
+  if (r != 0) {
+    delete u;
+    throw std::system_error(-r, std::generic_category(), "tessera: io_uring_queue_init");
+  }
+  eventfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (eventfd_ < 0) {
+    io_uring_queue_exit(&u->ring);
+    delete u;
+    throw std::system_error(errno, std::generic_category(), "tessera: eventfd");
+  }
+  std::lock_guard lock(u->sq_mu);
+  arm(u->ring, eventfd_, nullptr, POLLIN);
+  uring_ = u;
+}
+
+void poller::uring_add(poll_desc& d) {
+  std::lock_guard lock(uring_->sq_mu);
+  arm(uring_->ring, d.fd, &d, kPollMask);
+}
+
+void poller::uring_remove(poll_desc& d) noexcept {
+  if (uring_ == nullptr) return;
+  std::lock_guard lock(uring_->sq_mu);
+  io_uring_sqe* sqe = io_uring_get_sqe(&uring_->ring);
+  if (sqe == nullptr) {
+    io_uring_submit(&uring_->ring);
+    sqe = io_uring_get_sqe(&uring_->ring);
+  }
+  if (sqe == nullptr) return;  // the poll ends with the descriptor's close anyway
+  io_uring_prep_poll_remove(sqe, reinterpret_cast<std::uint64_t>(&d));
+  io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(poll_desc::kReady));  // ignored on completion
+  io_uring_submit(&uring_->ring);
+}
+
+int poller::uring_poll(int timeout_ms) noexcept {
+  uring* u = uring_;
+  if (u == nullptr) return 0;
+  std::unique_lock lock(u->cq_mu, std::defer_lock);
+  if (timeout_ms == 0) {
+    if (!lock.try_lock()) return 0;  // someone else is delivering
+  } else {
+    lock.lock();
+  }
+  io_uring_cqe* cqe = nullptr;
+  if (timeout_ms != 0) {
+    if (timeout_ms < 0) {
+      io_uring_wait_cqe(&u->ring, &cqe);
+    } else {
+      __kernel_timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1'000'000LL};
+      io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+    }
+  }
+  int ready = 0;
+  unsigned head = 0, seen = 0;
+  io_uring_for_each_cqe(&u->ring, head, cqe) {
+    ++seen;
+    void* tag = io_uring_cqe_get_data(cqe);
+    const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+    if (tag == reinterpret_cast<void*>(poll_desc::kReady)) continue;  // a poll_remove's own completion
+    if (tag == nullptr) {  // the wake-up eventfd
+      std::uint64_t v;
+      [[maybe_unused]] const auto r = ::read(eventfd_, &v, sizeof v);
+      if (!more) {
+        std::lock_guard sq(u->sq_mu);
+        try {
+          arm(u->ring, eventfd_, nullptr, POLLIN);
+        } catch (...) {  // NOLINT(bugprone-empty-catch): sleepers still time out
+        }
+      }
+      continue;
+    }
+    auto* d = static_cast<poll_desc*>(tag);
+    const int res = cqe->res;
+    const unsigned ev = res > 0 ? static_cast<unsigned>(res) : 0;
+    if (res < 0 || (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0) notify_readiness(d->rd);
+    if (res < 0 || (ev & (POLLOUT | POLLHUP | POLLERR)) != 0) notify_readiness(d->wr);
+    ++ready;
+    // Ended by the kernel (not by our poll_remove: then it is unregistered):
+    // arm it again while the descriptor is still ours.
+    if (!more && res != -ECANCELED && registered_with(*d, *this)) {
+      std::lock_guard sq(u->sq_mu);
+      try {
+        arm(u->ring, d->fd, d, kPollMask);
+      } catch (...) {  // NOLINT(bugprone-empty-catch): its waiters were just notified
+      }
+    }
+  }
+  io_uring_cq_advance(&u->ring, seen);
+  return ready;
+}
+
+void poller::uring_destroy() noexcept {
+  if (uring_ == nullptr) return;
+  io_uring_queue_exit(&uring_->ring);
+  delete uring_;
+  uring_ = nullptr;
+}
+
+}  // namespace tessera::detail
