@@ -184,8 +184,11 @@ io_backend from_environment(io_backend requested) {
 }  // namespace
 
 poller::poller(io_backend requested) : backend_(from_environment(requested)) {
+  // automatic means epoll: on this project's measurements the io_uring
+  // poller delivered readiness late enough to cost two thirds of the HTTP
+  // rate on one core (runtime_options.h, docs/benchmarks.md).
   if (backend_ == io_backend::automatic) {
-    backend_ = uring_works() ? io_backend::io_uring : io_backend::epoll;
+    backend_ = io_backend::epoll;
   } else if (backend_ == io_backend::io_uring && !uring_works()) {
     throw std::system_error(ENOSYS, std::generic_category(),
                             "tessera::Runtime: io_backend::io_uring was asked for, but this kernel "

@@ -139,7 +139,12 @@ int poller::uring_poll(int timeout_ms) noexcept {
     lock.lock();
   }
   io_uring_cqe* cqe = nullptr;
-  if (timeout_ms != 0) {
+  if (timeout_ms == 0) {
+    // Enter the kernel so that it runs the completions it has queued as task
+    // work: without it a peek at the ring saw readiness late (HTTP at 100
+    // connections ran at a third of the epoll backend's rate).
+    io_uring_get_events(&u->ring);
+  } else {
     if (timeout_ms < 0) {
       io_uring_wait_cqe(&u->ring, &cqe);
     } else {

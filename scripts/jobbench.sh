@@ -52,7 +52,6 @@ systems = ["tessera", "openmp", "pool"]
 print("\nTime / oneTBB's time, same run (< 1.00 is faster than oneTBB):")
 print(f"  {'benchmark':<14}{'W':>3}" + "".join(f"{s:>10}" for s in systems))
 with open("out/jobbench-ratios.dat", "w") as f:
-    f.write("label " + " ".join(systems) + "\n")
     for key in order:
         v = val[key]
         if "tbb" not in v:
@@ -79,7 +78,7 @@ set yrange [0.1:1000]
 set ytics (0.1, 0.25, 0.5, 1, 2, 4, 10, 100, 1000)
 set grid ytics
 set xtics rotate by 35 right scale 0
-set key top left
+set key outside bottom center horizontal
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
 plot 'out/jobbench-ratios.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
      '' using 3 title 'OpenMP' lc rgb "#1f77b4", \

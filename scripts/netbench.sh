@@ -168,7 +168,6 @@ for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo
 done
 # The plot: requests/s and echo round trips/s per server, same run.
 {
-  echo "label tessera go nginx threads"
   for conns in 100 1000; do
     echo "\"HTTP $conns conns\" ${rps[tessera,$conns]} ${rps[go,$conns]} ${rps[nginx,$conns]} ${rps[threads,$conns]}"
   done
@@ -187,7 +186,8 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
-set key top right
+set key outside bottom center horizontal
+set yrange [0:*]
 set format y "%.0s%c"
 plot '$work/plot.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
      '' using 3 title 'Go net' lc rgb "#1f77b4", \

@@ -8,13 +8,15 @@
 namespace tessera {
 
 /// Which kernel interface a Runtime's I/O poller uses (runtime_options::io).
-/// - automatic: io_uring where it works here (io_uring_queue_init succeeds and
-///   the kernel has multishot poll, Linux 5.13), epoll otherwise — containers
-///   often forbid io_uring. The environment variable TESSERA_IO_BACKEND
-///   (`epoll` or `io_uring`) overrides it.
+/// - automatic: epoll, the faster of the two here (docs/benchmarks.md: HTTP on
+///   one core ran at a third of epoll's rate on the io_uring poller). The
+///   environment variable TESSERA_IO_BACKEND (`epoll` or `io_uring`)
+///   overrides it.
 /// - epoll: edge-triggered epoll.
-/// - io_uring: multishot IORING_OP_POLL_ADD through liburing; the Runtime's
-///   constructor throws std::system_error when the kernel refuses it.
+/// - io_uring: multishot IORING_OP_POLL_ADD through liburing (Linux 5.13; a
+///   probe checks that a ring can be made and a multishot poll stays armed —
+///   containers often forbid io_uring); the Runtime's constructor throws
+///   std::system_error when the kernel refuses it.
 /// Both deliver the same readiness to the same waiters; Runtime::describe()
 /// says which one runs.
 enum class io_backend { automatic, epoll, io_uring };
