@@ -25,6 +25,8 @@
 // use round_robin on a fresh thread.
 #include <tessera/tessera.h>
 
+#include "../pingpong.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -174,25 +176,7 @@ void check_skynet(long got) {
 // ---- ping-pong ------------------------------------------------------------------------
 // Returns ns per round trip.
 double tessera_pingpong_park(unsigned workers, int rounds) {
-  tessera::Runtime rt({.workers = workers});
-  return rt.run([rounds] {
-    std::atomic<int> turn{0};
-    std::atomic<tessera::waiter*> ids[2] = {nullptr, nullptr};
-    auto player = [&](int me) {
-      ids[me] = tessera::self();
-      while (ids[1 - me].load() == nullptr) tessera::this_fiber::yield();
-      for (int i = 0; i < rounds; ++i) {
-        while (turn.load(std::memory_order_acquire) != me) tessera::park();
-        turn.store(1 - me, std::memory_order_release);
-        tessera::unpark(ids[1 - me].load(std::memory_order_relaxed));
-      }
-    };
-    const auto t0 = steady::now();
-    tessera::fiber a(player, 0), b(player, 1);
-    a.join();
-    b.join();
-    return seconds_since(t0) * 1e9 / rounds;
-  });
+  return tessera::samples::pingpong_park_ns(workers, rounds);
 }
 
 double tessera_pingpong_sem(unsigned workers, int rounds) {

@@ -51,6 +51,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_group.h>
 
+#include "../pingpong.h"
 #include "thread_pool.h"
 
 namespace {
@@ -75,21 +76,14 @@ double median_of(int reps, F&& once) {
 }
 
 // ---- fib -------------------------------------------------------------------------
-long fib_tessera(int n) {
+// The same code for both libraries: Group is tessera::task_group or tbb::task_group.
+template <class Group>
+long fib(int n) {
   if (n < 2) return n;
   long a = 0;
-  tessera::task_group g;
-  g.run([&a, n] { a = fib_tessera(n - 1); });
-  const long b = fib_tessera(n - 2);
-  g.wait();
-  return a + b;
-}
-long fib_tbb(int n) {
-  if (n < 2) return n;
-  long a = 0;
-  tbb::task_group g;
-  g.run([&a, n] { a = fib_tbb(n - 1); });
-  const long b = fib_tbb(n - 2);
+  Group g;
+  g.run([&a, n] { a = fib<Group>(n - 1); });
+  const long b = fib<Group>(n - 2);
   g.wait();
   return a + b;
 }
@@ -103,23 +97,13 @@ long fib_omp(int n) {
   return a + b;
 }
 // ---- skynet ----------------------------------------------------------------------
-long skynet_tessera(long num, long size) {
+template <class Group>
+long skynet(long num, long size) {
   if (size == 1) return num;
   long sums[10];
-  tessera::task_group g;
+  Group g;
   const long sub = size / 10;
-  for (long i = 0; i < 10; ++i) g.run([&sums, i, num, sub] { sums[i] = skynet_tessera(num + i * sub, sub); });
-  g.wait();
-  long t = 0;
-  for (long s : sums) t += s;
-  return t;
-}
-long skynet_tbb(long num, long size) {
-  if (size == 1) return num;
-  long sums[10];
-  tbb::task_group g;
-  const long sub = size / 10;
-  for (long i = 0; i < 10; ++i) g.run([&sums, i, num, sub] { sums[i] = skynet_tbb(num + i * sub, sub); });
+  for (long i = 0; i < 10; ++i) g.run([&sums, i, num, sub] { sums[i] = skynet<Group>(num + i * sub, sub); });
   g.wait();
   long t = 0;
   for (long s : sums) t += s;
@@ -216,13 +200,13 @@ int main(int argc, char** argv) {
     record(fib_name, w, "tessera", median_of(reps, [&] {
              return rt.submit([&] {
                const auto t0 = steady::now();
-               check("tessera fib", fib_tessera(fib_n), fib_want);
+               check("tessera fib", fib<tessera::task_group>(fib_n), fib_want);
                return ns_since(t0) / 1e6;
              }).get();
            }), "ms");
     record(fib_name, w, "tbb", median_of(reps, [&] {
              const auto t0 = steady::now();
-             check("tbb fib", fib_tbb(fib_n), fib_want);
+             check("tbb fib", fib<tbb::task_group>(fib_n), fib_want);
              return ns_since(t0) / 1e6;
            }), "ms");
     record(fib_name, w, "openmp", median_of(reps, [&] {
@@ -238,13 +222,13 @@ int main(int argc, char** argv) {
     record("skynet", w, "tessera", median_of(reps, [&] {
              return rt.submit([&] {
                const auto t0 = steady::now();
-               check("tessera skynet", skynet_tessera(0, kSkynet), kSkynetSum);
+               check("tessera skynet", skynet<tessera::task_group>(0, kSkynet), kSkynetSum);
                return ns_since(t0) / 1e6;
              }).get();
            }), "ms");
     record("skynet", w, "tbb", median_of(reps, [&] {
              const auto t0 = steady::now();
-             check("tbb skynet", skynet_tbb(0, kSkynet), kSkynetSum);
+             check("tbb skynet", skynet<tbb::task_group>(0, kSkynet), kSkynetSum);
              return ns_since(t0) / 1e6;
            }), "ms");
     record("skynet", w, "openmp", median_of(reps, [&] {
@@ -370,27 +354,8 @@ int main(int argc, char** argv) {
              return ns_since(t0) / kRounds;
            }), "ns");
     tessera::Runtime rt1({.workers = 1});
-    record("pingpong-rt", 1, "tessera", median_of(reps, [&] {
-             return rt1.run([] {
-               constexpr int kPing = 1'000'000;
-               std::atomic<int> turn{0};
-               std::atomic<tessera::waiter*> ids[2] = {nullptr, nullptr};
-               auto player = [&](int me) {
-                 ids[me] = tessera::self();
-                 while (ids[1 - me].load() == nullptr) tessera::this_fiber::yield();
-                 for (int i = 0; i < kPing; ++i) {
-                   while (turn.load(std::memory_order_acquire) != me) tessera::park();
-                   turn.store(1 - me, std::memory_order_release);
-                   tessera::unpark(ids[1 - me].load(std::memory_order_relaxed));
-                 }
-               };
-               const auto t0 = steady::now();
-               tessera::fiber a(player, 0), b(player, 1);
-               a.join();
-               b.join();
-               return ns_since(t0) / kPing;
-             });
-           }), "ns");
+    record("pingpong-rt", 1, "tessera",
+           median_of(reps, [] { return tessera::samples::pingpong_park_ns(1, 1'000'000); }), "ns");
     record("create-join", 1, "tessera", median_of(reps, [&] {
              return rt1.run([] {
                constexpr int kN = 200'000;
