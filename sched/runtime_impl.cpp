@@ -66,7 +66,7 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   f->w.state.store(kEmpty, std::memory_order_relaxed);
   ++f->w.generation;  // a new owner of a possibly recycled record
   if (counted) {
-    live.fetch_add(1, std::memory_order_relaxed);
+    add_live();
     fibers_started.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -86,13 +86,19 @@ fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) 
 }
 
 void runtime_impl::fiber_finished() noexcept {
-  if (live.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+  const std::uint64_t now = live.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  if ((now & kLiveCount) != 0) return;
   // No fiber and no active runner: only queued jobs can be left (tasks.cpp).
-  // A runner handed out meanwhile counted itself before taking a job, so if
-  // the queues look empty and `live` is still zero, nothing is left.
+  // If the queues are empty and `live` has not been raised since our
+  // decrement (same epoch, still zero), nobody was alive meanwhile to queue a
+  // job or to run one: the run is over. Otherwise whoever raised it, or the
+  // runner that takes the queued job, brings it back to zero and looks again.
+  // (Comparing the count alone is not enough: a runner may queue a job, step
+  // aside to zero and be handed out again between our two looks;
+  // tests/model/run_drain.pml.)
   if (tasks_used.load(std::memory_order_relaxed) &&
-      (work_left() || live.load(std::memory_order_seq_cst) != 0)) {
-    return;  // the runner that takes it brings `live` back to zero later
+      (work_left() || live.load(std::memory_order_seq_cst) != now)) {
+    return;
   }
   if (!all_done.exchange(true, std::memory_order_acq_rel)) unpark(run_waiter);
 }

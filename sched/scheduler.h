@@ -311,11 +311,18 @@ class runtime_impl {
   std::atomic<int> spinners{0};
   std::atomic<int> busy{0};           // workers outside their idle phases
   std::atomic<int> deep_sleepers{0};  // sleepers that do not poll runnext slots
-  alignas(64) std::atomic<std::int64_t> live{0};
+  /// Live fibers and active runners (low 32 bits), and in the high 32 bits
+  /// how many times it was raised (an epoch: fiber_finished() tells "still
+  /// zero" from "zero again"). Raise it with add_live() only.
+  alignas(64) std::atomic<std::uint64_t> live{0};
+  static constexpr std::uint64_t kLiveCount = 0xffff'ffffULL;
+  void add_live() noexcept {
+    live.fetch_add((std::uint64_t{1} << 32) + 1, std::memory_order_seq_cst);
+  }
   std::atomic<bool> stopping{false};
   std::atomic<bool> all_done{false};
   std::atomic<bool> running{false};
-  std::atomic<bool> started{false};  // start()ed and not yet stop()ped
+  std::atomic<bool> started{false};     // start()ed and not yet stop()ped
   std::atomic<int> remote_inflight{0};  // remote wakers still inside schedule_woken()
   waiter* run_waiter = nullptr;
   std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0},

@@ -26,9 +26,11 @@
 // as on one). So only *active runners* count: a runner adds one when a
 // worker hands it out and drops it when it steps aside, and a job queued by a
 // fiber or runner is covered by its queuer until a runner takes it. When the
-// count reaches zero, fiber_finished() looks at the job queues before it
-// declares the run over (runtime_impl::work_left). Jobs from outside the
-// Runtime (plain threads) are counted one by one (`counted`), as fibers are.
+// count reaches zero, fiber_finished() looks at the job queues, and whether
+// the count was raised meanwhile, before it declares the run over
+// (runtime_impl::work_left; tests/model/run_drain.pml checks the protocol).
+// Jobs from outside the Runtime (plain threads) are counted one by one
+// (`counted`), as fibers are.
 //
 // Priorities. take_task() scans high, normal, low: at each level its own deque
 // (newest first), the global queue, then the other workers' deques (oldest
@@ -111,7 +113,7 @@ fiber_record* worker::acquire_runner() noexcept {
   }
   // Active until it steps aside (post_action::idle_runner). seq_cst: ordered
   // before the runner's first take, for work_left().
-  rt.live.fetch_add(1, std::memory_order_seq_cst);
+  rt.add_live();
   return r;
 }
 
@@ -184,7 +186,7 @@ void runtime_impl::push_task(task_node* t) {
         "submit from inside run())");
   }
   t->counted = true;
-  live.fetch_add(1, std::memory_order_relaxed);
+  add_live();
   // As a remote wake-up: the workers may not be torn down while we push.
   remote_inflight.fetch_add(1, std::memory_order_seq_cst);
   global_tasks[t->priority].push(t);

@@ -15,6 +15,8 @@
 #   tests/model/run_model.sh barging_semaphore    # barging_semaphore.pml: counting_semaphore's
 #                                                 # admission::barging; 4 configurations,
 #                                                 # 2 mutations (~15 s; ctest)
+#   tests/model/run_model.sh run_drain            # run_drain.pml: when a run with queued jobs is
+#                                                 # over (runners, live, work_left); ~5 s; ctest
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
 #                                                 # (wait, readiness, close, timeouts);
 #                                                 # 4 configurations, 2 mutations (~1 s; ctest)
@@ -132,6 +134,15 @@ if [ "$model" = "mutex" ]; then
       -DRELEASE_ON_STALE_WOKEN
   run "mutation: WOKEN kept without the retry timer" fail -DR1=1 -DR2=1 -DR3=2 -DNO_RETRY_TIMER
   echo "mutex model: mutual exclusion holds, no lost wake-up, nothing left behind"
+  exit 0
+fi
+if [ "$model" = "run_drain" ]; then
+  run "root and two workers, two spawned jobs" pass -DSPAWN=2
+  run "three spawned jobs" pass -DSPAWN=3
+  run "mutation: the end check does not look at the job queues" fail -DSPAWN=2 -DNO_WORK_CHECK
+  run "mutation: no second look at live" fail -DSPAWN=2 -DNO_RECHECK_LIVE
+  run "mutation: the second look compares the count, not the epoch" fail -DSPAWN=2 -DCOUNT_ONLY
+  echo "run_drain model: a run never ends with a job queued or running, and always ends"
   exit 0
 fi
 if [ "$model" = "poll_desc" ]; then
