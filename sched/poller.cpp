@@ -28,13 +28,6 @@ desc_pool& descs() {
   return *p;
 }
 
-// Registration, unregistration and a poller's end are serialised by one lock:
-// a descriptor may outlive the Runtime it was registered with.
-std::mutex& registration_lock() {
-  static auto* m = new std::mutex;  // leaked on purpose: used by late destructors
-  return *m;
-}
-
 // A plain thread waits in poll(2), in slices, so that a close() from another
 // thread (which poll does not see) ends the wait within one slice.
 constexpr auto kThreadPollSlice = std::chrono::milliseconds(20);
@@ -74,10 +67,11 @@ void notify(std::atomic<std::uintptr_t>& word) noexcept {
 }
 }  // namespace
 
-bool registered_with(const poll_desc& d, const poller& p) noexcept {
-  std::lock_guard lock(registration_lock());
-  runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
-  return rt != nullptr && &rt->io == &p;
+// Registration, unregistration and a poller's end are serialised by one lock:
+// a descriptor may outlive the Runtime it was registered with.
+std::mutex& registration_lock() noexcept {
+  static auto* m = new std::mutex;  // leaked on purpose: used by late destructors
+  return *m;
 }
 
 poll_desc* new_poll_desc(int fd) {
@@ -233,6 +227,7 @@ void poller::init() {
 void poller::register_desc(poll_desc& d, runtime_impl& owner) {
   std::lock_guard lock(registration_lock());
   if (d.registered.load(std::memory_order_relaxed) != nullptr) return;
+  ++d.registration;
   owner.io.add(d);
   owner.io.descs_.insert(&d);
   d.registered.store(&owner, std::memory_order_release);

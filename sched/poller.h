@@ -65,6 +65,10 @@ struct poll_desc {
   /// Whose poller has it (null: none). Changed under the registration lock;
   /// read without it only as a hint.
   std::atomic<runtime_impl*> registered{nullptr};
+  /// Bumped at each registration, under the registration lock: io_uring tags
+  /// its polls with it, so a completion of an earlier registration (the
+  /// record is recycled) is told from the current one's.
+  std::uint16_t registration = 0;
   poll_desc* next_free = nullptr;
 };
 
@@ -89,8 +93,8 @@ void close_io(poll_desc& d) noexcept;
 void cancel_io(poll_desc& d) noexcept;
 /// Readiness (or close) for one direction: sets kReady, unparks a waiter.
 void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;
-/// Whether `d` is registered with the poller `p` (under the registration lock).
-bool registered_with(const poll_desc& d, const class poller& p) noexcept;
+/// The lock that serialises registration, unregistration and a poller's end.
+std::mutex& registration_lock() noexcept;
 
 /// The poller of one Runtime: an epoll instance or an io_uring, created at its
 /// first registration. The backend is resolved when the Runtime is built.
@@ -136,6 +140,7 @@ class poller {
   void uring_init();
   void uring_add(poll_desc& d);
   void uring_remove(poll_desc& d) noexcept;
+  void uring_rearm(poll_desc& d, std::uint16_t registration) noexcept;
   int uring_poll(int timeout_ms) noexcept;
   void uring_destroy() noexcept;
   friend void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;

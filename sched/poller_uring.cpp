@@ -12,11 +12,18 @@
 // the events). Waiting uses io_uring_enter's extended argument (Linux 5.11),
 // so a waiter never touches the submission queue.
 //
-// A multishot poll ends by itself on an error or when the kernel cannot keep
-// it (no IORING_CQE_F_MORE): it is re-armed if the descriptor is still
-// registered here. A completion for a descriptor unregistered meanwhile (its
-// record is type-stable, maybe reused) is at most a spurious wake-up, as with
-// epoll.
+// A multishot poll ends by itself on an error, when the kernel cannot keep
+// it, or when the thread that armed it exits (no IORING_CQE_F_MORE; io_uring
+// cancels a thread's requests when it exits, and workers come and go with
+// each run()). It is re-armed, by whoever reaps the completion, if the
+// descriptor is still registered here *in the same registration*: each poll's
+// user_data is the record's address with its registration number in the top
+// 16 bits, and the check and the re-arm are one step under the registration
+// lock, so neither a poll of an earlier registration of a recycled record nor
+// one racing with unregistration is armed again (a poll left armed would keep
+// a closed socket's file open). A completion for a descriptor unregistered
+// meanwhile (its record is type-stable, maybe reused) is at most a spurious
+// wake-up, as with epoll.
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -49,17 +56,30 @@ io_uring_sqe* get_sqe(io_uring& ring) {
     sqe = io_uring_get_sqe(&ring);
   }
   if (sqe == nullptr) {
-    throw std::system_error(EBUSY, std::generic_category(), "tessera: io_uring submission queue full");
+    throw std::system_error(EBUSY, std::generic_category(),
+                            "tessera: io_uring submission queue full");
   }
   return sqe;
 }
 
-void arm(io_uring& ring, int fd, void* tag, unsigned mask) {
+// A registered descriptor's poll is tagged with the record's address (user
+// space: below 2^47 on x86-64 and AArch64's 48-bit layouts) and, in the top
+// 16 bits, its registration number.
+constexpr int kRegistrationShift = 48;
+constexpr std::uint64_t kAddressMask = (std::uint64_t{1} << kRegistrationShift) - 1;
+
+std::uint64_t tag_of(const poll_desc& d) noexcept {
+  return reinterpret_cast<std::uint64_t>(&d) |
+         (std::uint64_t{d.registration} << kRegistrationShift);
+}
+
+void arm(io_uring& ring, int fd, std::uint64_t tag, unsigned mask) {
   io_uring_sqe* sqe = get_sqe(ring);
   io_uring_prep_poll_multishot(sqe, fd, mask);
-  io_uring_sqe_set_data(sqe, tag);
+  io_uring_sqe_set_data64(sqe, tag);
   const int r = io_uring_submit(&ring);
-  if (r < 0) throw std::system_error(-r, std::generic_category(), "tessera: io_uring_submit (poll)");
+  if (r < 0)
+    throw std::system_error(-r, std::generic_category(), "tessera: io_uring_submit (poll)");
 }
 }  // namespace
 
@@ -106,13 +126,31 @@ void poller::uring_init() {
     throw std::system_error(errno, std::generic_category(), "tessera: eventfd");
   }
   std::lock_guard lock(u->sq_mu);
-  arm(u->ring, eventfd_, nullptr, POLLIN);
+  arm(u->ring, eventfd_, 0, POLLIN);
   uring_ = u;
 }
 
 void poller::uring_add(poll_desc& d) {
+  if ((reinterpret_cast<std::uint64_t>(&d) & ~kAddressMask) != 0) {
+    throw std::system_error(EFAULT, std::generic_category(),
+                            "tessera: io_uring poller: descriptor record above 2^48");
+  }
   std::lock_guard lock(uring_->sq_mu);
-  arm(uring_->ring, d.fd, &d, kPollMask);
+  arm(uring_->ring, d.fd, tag_of(d), kPollMask);
+}
+
+// Under cq_mu, from uring_poll: a poll of `d` in registration `registration`
+// ended without our poll_remove. Lock order: cq_mu, registration lock, sq_mu
+// (register/unregister take the last two in the same order).
+void poller::uring_rearm(poll_desc& d, std::uint16_t registration) noexcept {
+  std::lock_guard reg(registration_lock());
+  runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
+  if (rt == nullptr || &rt->io != this || d.registration != registration) return;
+  std::lock_guard sq(uring_->sq_mu);
+  try {
+    arm(uring_->ring, d.fd, tag_of(d), kPollMask);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): its waiters were just notified
+  }
 }
 
 void poller::uring_remove(poll_desc& d) noexcept {
@@ -124,8 +162,8 @@ void poller::uring_remove(poll_desc& d) noexcept {
     sqe = io_uring_get_sqe(&uring_->ring);
   }
   if (sqe == nullptr) return;  // the poll ends with the descriptor's close anyway
-  io_uring_prep_poll_remove(sqe, reinterpret_cast<std::uint64_t>(&d));
-  io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(poll_desc::kReady));  // ignored on completion
+  io_uring_prep_poll_remove(sqe, tag_of(d));
+  io_uring_sqe_set_data64(sqe, poll_desc::kReady);  // ignored on completion
   io_uring_submit(&uring_->ring);
 }
 
@@ -156,36 +194,28 @@ int poller::uring_poll(int timeout_ms) noexcept {
   unsigned head = 0, seen = 0;
   io_uring_for_each_cqe(&u->ring, head, cqe) {
     ++seen;
-    void* tag = io_uring_cqe_get_data(cqe);
+    const std::uint64_t tag = io_uring_cqe_get_data64(cqe);
     const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
-    if (tag == reinterpret_cast<void*>(poll_desc::kReady)) continue;  // a poll_remove's own completion
-    if (tag == nullptr) {  // the wake-up eventfd
+    if (tag == poll_desc::kReady) continue;  // a poll_remove's own completion
+    if (tag == 0) {                          // the wake-up eventfd
       std::uint64_t v;
       [[maybe_unused]] const auto r = ::read(eventfd_, &v, sizeof v);
       if (!more) {
         std::lock_guard sq(u->sq_mu);
         try {
-          arm(u->ring, eventfd_, nullptr, POLLIN);
+          arm(u->ring, eventfd_, 0, POLLIN);
         } catch (...) {  // NOLINT(bugprone-empty-catch): sleepers still time out
         }
       }
       continue;
     }
-    auto* d = static_cast<poll_desc*>(tag);
+    auto* d = reinterpret_cast<poll_desc*>(tag & kAddressMask);
     const int res = cqe->res;
     const unsigned ev = res > 0 ? static_cast<unsigned>(res) : 0;
     if (res < 0 || (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0) notify_readiness(d->rd);
     if (res < 0 || (ev & (POLLOUT | POLLHUP | POLLERR)) != 0) notify_readiness(d->wr);
     ++ready;
-    // Ended by the kernel (not by our poll_remove: then it is unregistered):
-    // arm it again while the descriptor is still ours.
-    if (!more && res != -ECANCELED && registered_with(*d, *this)) {
-      std::lock_guard sq(u->sq_mu);
-      try {
-        arm(u->ring, d->fd, d, kPollMask);
-      } catch (...) {  // NOLINT(bugprone-empty-catch): its waiters were just notified
-      }
-    }
+    if (!more) uring_rearm(*d, static_cast<std::uint16_t>(tag >> kRegistrationShift));
   }
   io_uring_cq_advance(&u->ring, seen);
   return ready;

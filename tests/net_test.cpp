@@ -379,6 +379,34 @@ TEST(Net, TwoThousandConcurrentConnections) {
   EXPECT_EQ(ok, kConns);
 }
 
+// Workers are threads of one run(): a descriptor registered by a worker that
+// has since exited (io_uring ties a poll to the thread that armed it, and
+// cancels it when that thread exits) must still wake its waiter next run.
+TEST(Net, ADescriptorRegisteredInOneRunWaitsInTheNext) {
+  watchdog dog("net across runs", 60s);
+  Runtime rt({.workers = 2});
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  for (int round = 0; round < 3; ++round) {
+    const int echoed = rt.run([&] {
+      fiber server([&] {
+        tcp_stream s = l.accept();  // parks: the listener has no client yet
+        char c;
+        s.read_exactly(&c, 1);
+        s.write_all(&c, 1);
+      });
+      tessera::this_fiber::sleep_for(5ms);  // let the server park in accept first
+      tcp_stream c = tcp_stream::connect(addr);
+      c.write_all("x", 1);
+      char back = 0;
+      c.read_exactly(&back, 1);
+      server.join();
+      return back == 'x' ? 1 : 0;
+    });
+    EXPECT_EQ(echoed, 1) << "round " << round;
+  }
+}
+
 TEST(Blocking, RunsCallsConcurrentlyAndPropagatesValuesAndExceptions) {
   watchdog dog("blocking pool", 60s);
   constexpr int kCalls = 8;
