@@ -21,6 +21,13 @@ namespace tessera::samples {
 /// Set once SIGINT or SIGTERM arrived: handlers stop keeping connections alive.
 inline std::atomic<bool> g_stopping{false};
 
+/// `idle` from now, or no deadline at all when idle is 0 (--idle-timeout 0:
+/// what scripts/netbench.sh compares against, to price the timed waits).
+inline tessera::io::clock::time_point idle_deadline(std::chrono::seconds idle) {
+  return idle.count() == 0 ? tessera::io::clock::time_point::max()
+                           : tessera::io::clock::now() + idle;
+}
+
 /// Parses --host, --port, --workers and --idle-timeout (and what
 /// `more_options` adds), listens, prints
 /// "listening on HOST:PORT", and runs `serve(stream, idle)` in a fiber per
@@ -40,7 +47,8 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   app.add_option("-w,--workers", workers, "Worker threads (0: one per core)")
       ->capture_default_str();
   app.add_option("--idle-timeout", idle_s,
-                 "Seconds a connection may stay quiet (and a request take to arrive)")
+                 "Seconds a connection may stay quiet (and a request take to "
+                 "arrive); 0: no deadline")
       ->capture_default_str();
   if (more_options) more_options(app);
   CLI11_PARSE(app, argc, argv);

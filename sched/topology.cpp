@@ -12,7 +12,13 @@ namespace tessera::sched {
 
 topology::topology() {
   hwloc_topology_t t = nullptr;
-  if (hwloc_topology_init(&t) == 0 && hwloc_topology_load(t) == 0) {
+  // Only the CPUs this process may run on (its affinity mask: taskset, a
+  // cgroup's cpuset): a Runtime started under `taskset -c 1` must neither
+  // count nor pin to CPU 0.
+  if (hwloc_topology_init(&t) == 0 &&
+      hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                                      HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING) == 0 &&
+      hwloc_topology_load(t) == 0) {
     topo_ = t;
     const int cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
     const int pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);

@@ -6,7 +6,9 @@
 
 namespace tessera::sched {
 
-/// The placement of a Runtime's workers, computed once from hwloc.
+/// The placement of a Runtime's workers, computed once from hwloc, over the
+/// CPUs the process may run on (its affinity mask, as taskset or a cpuset
+/// sets it; the union of its threads' masks when they differ).
 ///
 /// Worker i goes to core i mod C (C = cores hwloc reports), on that core's
 /// (i / C)-th hardware thread: distinct cores first, hyperthreads after, then

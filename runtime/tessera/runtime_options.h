@@ -23,10 +23,12 @@ enum class io_backend { automatic, epoll, io_uring };
 
 /// How a Runtime is set up. An aggregate: `Runtime rt({.workers = 2});`.
 struct runtime_options {
-  /// Worker threads; 0 means one per core that hwloc reports.
+  /// Worker threads; 0 means one per core that hwloc reports among the CPUs
+  /// the process may run on (its affinity mask: `taskset -c 1 app` gets one
+  /// worker, pinned to CPU 1).
   unsigned workers = 0;
-  /// Pin each worker to its hardware thread (hwloc_set_cpubind). Ignored where
-  /// the topology is unknown.
+  /// Pin each worker to its hardware thread (hwloc_set_cpubind), within the
+  /// process's affinity mask. Ignored where the topology is unknown.
   bool pin_workers = true;
   /// Usable stack bytes per fiber, rounded up to whole pages (minimum 16 KiB).
   /// Pages are committed on first touch, so unused stack costs address space only.

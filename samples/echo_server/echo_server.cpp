@@ -3,6 +3,8 @@
 //
 //   echo_server --port 7000 --workers 2 [--idle-timeout 60]
 //
+// A connection quiet for --idle-timeout seconds is closed (0: never). As
+// Go's net package does, every connection runs with TCP_NODELAY.
 // Prints one line "listening on HOST:PORT" once it accepts, so a script can
 // start it and wait for that line. SIGINT/SIGTERM stop it: the listener is
 // closed, connections finish what they are echoing and close.
@@ -16,10 +18,11 @@ namespace {
 
 // One connection: echo until the peer closes, goes quiet for `idle`, or errs.
 void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
+  (void)s.set_no_delay(true);
   char buf[4096];  // an idle connection costs its fiber's touched stack: keep it small
   for (;;) {
     std::error_code ec;
-    const auto deadline = tessera::io::clock::now() + idle;
+    const auto deadline = tessera::samples::idle_deadline(idle);
     const std::size_t n = s.read_some(buf, sizeof buf, ec, deadline);
     if (ec || n == 0) return;  // timed out, reset, closed, or end of stream
     s.write_all(buf, n, ec, deadline);

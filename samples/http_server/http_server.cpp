@@ -96,13 +96,6 @@ const http_parser_settings& settings() {
   return s;
 }
 
-// `idle` from now, or no deadline at all when idle is 0 (--idle-timeout 0:
-// what scripts/netbench.sh compares against, to price the timed waits).
-tessera::io::clock::time_point after(std::chrono::seconds idle) {
-  return idle.count() == 0 ? tessera::io::clock::time_point::max()
-                           : tessera::io::clock::now() + idle;
-}
-
 void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
   (void)s.set_no_delay(true);
   connection c;
@@ -110,14 +103,14 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
   http_parser_init(&parser, HTTP_REQUEST);
   parser.data = &c;
   char buf[4096];  // an idle connection costs its fiber's touched stack: keep it small
-  auto request_deadline = after(idle);
+  auto request_deadline = tessera::samples::idle_deadline(idle);
   for (;;) {
     std::error_code ec;
     // A request in progress has until its deadline; a quiet connection `idle`.
-    const auto deadline = c.in_request ? request_deadline : after(idle);
+    const auto deadline = c.in_request ? request_deadline : tessera::samples::idle_deadline(idle);
     const std::size_t n = s.read_some(buf, sizeof buf, ec, deadline);
     if (ec || n == 0) return;  // timed out, reset, closed, or end of stream
-    if (!c.in_request) request_deadline = after(idle);
+    if (!c.in_request) request_deadline = tessera::samples::idle_deadline(idle);
     http_parser_execute(&parser, &settings(), buf, n);
     const bool bad = HTTP_PARSER_ERRNO(&parser) != HPE_OK && !c.close;
     if (bad) {
@@ -126,7 +119,7 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
           "Connection: close\r\n\r\nBad Request";
     }
     if (!c.out.empty()) {
-      s.write_all(c.out.data(), c.out.size(), ec, after(idle));
+      s.write_all(c.out.data(), c.out.size(), ec, tessera::samples::idle_deadline(idle));
       c.out.clear();
       if (ec) return;
     }
