@@ -73,6 +73,10 @@ struct descriptor::state {
   tessera::detail::poll_desc* desc;
   std::atomic<std::int64_t> read_deadline{clock::time_point::max().time_since_epoch().count()};
   std::atomic<std::int64_t> write_deadline{clock::time_point::max().time_since_epoch().count()};
+  /// recv_stream: the last read came back short (the queue was empty then).
+  /// Touched by the one reader at a time; atomic only so that misuse by two
+  /// is a busy error, not a data race.
+  std::atomic<bool> drained{false};
 };
 
 descriptor::descriptor(int fd) {
@@ -229,6 +233,36 @@ std::size_t descriptor::recv(void* buf, std::size_t n, int flags, std::error_cod
   const int fd = native_handle();
   return transfer(
       *this, closed(), false, [&] { return ::recv(fd, buf, n, flags); }, ec, deadline);
+}
+std::size_t descriptor::recv_stream(void* buf, std::size_t n, std::error_code& ec,
+                                    clock::time_point deadline) {
+  // Why it is safe to wait without trying: the read that came back short
+  // dropped any readiness left before it (consume_readiness), so whatever
+  // arrived after its drain has set the word again (edge-triggered epoll and
+  // io_uring's multishot poll report every arrival after that point), and a
+  // plain thread polls level-triggered anyway. The wait sees it or parks until
+  // it comes. One thing a short read can leave behind with its edge already
+  // spent: the peer's end of stream (or an error), which recv reports only on
+  // the next call — so once the poller has seen one, every read tries first.
+  // (tests: NetIn.ShortReadsWaitFirstAndLoseNothing, which hangs without it.)
+  ec.clear();
+  if (closed()) {
+    ec = error::closed;
+    return 0;
+  }
+  if (n > 0 && desc_->drained.load(std::memory_order_relaxed) &&
+      !desc_->desc->peer_closed.load(std::memory_order_relaxed)) {
+    desc_->drained.store(false, std::memory_order_relaxed);
+    ec = wait_ready(false, deadline);
+    if (ec) return 0;
+  }
+  tessera::detail::consume_readiness(*desc_->desc, false);
+  const int fd = native_handle();
+  const ssize_t r = call(
+      false, [&] { return ::recv(fd, buf, n, 0); }, ec, deadline);
+  if (r < 0) return 0;
+  desc_->drained.store(r > 0 && static_cast<std::size_t>(r) < n, std::memory_order_relaxed);
+  return static_cast<std::size_t>(r);
 }
 std::size_t descriptor::send(const void* buf, std::size_t n, int flags, std::error_code& ec,
                              clock::time_point deadline) {

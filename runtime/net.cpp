@@ -148,7 +148,7 @@ tcp_stream tcp_stream::connect(std::string_view host_port, std::chrono::millisec
 
 std::size_t tcp_stream::read_some(void* buf, std::size_t n, std::error_code& ec,
                                   io::clock::time_point deadline) {
-  return d_.recv(buf, n, 0, ec, deadline);
+  return d_.recv_stream(buf, n, ec, deadline);
 }
 std::size_t tcp_stream::write_some(const void* buf, std::size_t n, std::error_code& ec,
                                    io::clock::time_point deadline) {

@@ -90,6 +90,7 @@ poll_desc* new_poll_desc(int fd) {
   d->wr.store(0, std::memory_order_relaxed);
   d->closing.store(false, std::memory_order_relaxed);
   d->cancelled.store(false, std::memory_order_relaxed);
+  d->peer_closed.store(false, std::memory_order_relaxed);
   d->registered.store(nullptr, std::memory_order_relaxed);
   d->next_free = nullptr;
   return d;
@@ -147,6 +148,15 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
     word.compare_exchange_strong(cur, 0, std::memory_order_acq_rel);
     if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
     return d.cancelled.load(std::memory_order_acquire) ? io_wait::cancelled : io_wait::ready;
+  }
+}
+
+void consume_readiness(poll_desc& d, bool write) noexcept {
+  auto& word = write ? d.wr : d.rd;
+  std::uintptr_t ready = poll_desc::kReady;
+  // acquire: pairs with the notifier's exchange, as the waiter's consume does.
+  if (word.load(std::memory_order_relaxed) == ready) {
+    word.compare_exchange_strong(ready, 0, std::memory_order_acquire, std::memory_order_relaxed);
   }
 }
 
@@ -282,6 +292,9 @@ int poller::poll(int timeout_ms) noexcept {
       continue;
     }
     const std::uint32_t e = events[i].events;
+    // relaxed: published by the readiness exchange that follows.
+    if ((e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0)
+      d->peer_closed.store(true, std::memory_order_relaxed);
     if ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) notify(d->rd);
     if ((e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) notify(d->wr);
     ++ready;

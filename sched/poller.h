@@ -62,6 +62,11 @@ struct poll_desc {
   std::atomic<std::uintptr_t> wr{0};
   std::atomic<bool> closing{false};
   std::atomic<bool> cancelled{false};  // a stop request ends waits (io::cancel_on_stop)
+  /// Sticky: the poller saw the peer's end of stream, a hang-up or an error
+  /// (set before the readiness it came with). A short read then does not mean
+  /// an empty queue: the end of stream may still wait there, with no edge to
+  /// come (io::descriptor::recv_stream).
+  std::atomic<bool> peer_closed{false};
   /// Whose poller has it (null: none). Changed under the registration lock;
   /// read without it only as a hint.
   std::atomic<runtime_impl*> registered{nullptr};
@@ -86,6 +91,11 @@ void free_poll_desc(poll_desc* d) noexcept;
 /// passes (null: none) or the descriptor is closed.
 io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_point* deadline);
 
+/// Drops a readiness that arrived with nobody waiting (kReady -> 0), before a
+/// system call that will see the data it announced. Readiness that arrives
+/// after it is kept, so a caller that then finds the queue drained may wait
+/// without another system call (io::descriptor::recv_stream).
+void consume_readiness(poll_desc& d, bool write) noexcept;
 /// Marks both directions ready and wakes their waiters, after `closing` is set;
 /// unregisters the descriptor from its poller.
 void close_io(poll_desc& d) noexcept;

@@ -221,6 +221,9 @@ int poller::uring_poll(int timeout_ms) noexcept {
 #endif
     const int res = cqe->res;
     const unsigned ev = res > 0 ? static_cast<unsigned>(res) : 0;
+    // relaxed: published by the readiness exchange that follows.
+    if ((ev & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+      d->peer_closed.store(true, std::memory_order_relaxed);
     if (res < 0 || (ev & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0) notify_readiness(d->rd);
     if (res < 0 || (ev & (POLLOUT | POLLHUP | POLLERR)) != 0) notify_readiness(d->wr);
     ++ready;

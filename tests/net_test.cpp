@@ -105,6 +105,50 @@ TEST_P(NetIn, ReadDeadlinesTimeOutNeverEarlyAndLoseNothing) {
   });
 }
 
+// read_some skips the recv that would find nothing after a short read (the
+// queue was empty then) and waits first: data that arrived meanwhile, or
+// comes later, or after a timed-out wait, must all be read, in order.
+TEST_P(NetIn, ShortReadsWaitFirstAndLoseNothing) {
+  watchdog dog("net short reads", 60s);
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  const std::string addr = loopback(l);
+  tessera::latch first_read(1), timed_out(1);
+  run_all(GetParam(), 2, [&](int who) {
+    if (who == 0) {
+      tcp_stream s = l.accept();
+      char buf[64];
+      std::error_code ec;
+      // Short: one byte of 64. The queue was empty after it.
+      ASSERT_EQ(s.read_some(buf, sizeof buf, ec), 1u);
+      EXPECT_EQ(buf[0], 'a');
+      first_read.count_down();
+      // Nothing comes for a while: the wait times out, and loses nothing.
+      EXPECT_EQ(s.read_some(buf, sizeof buf, ec, clock::now() + 20ms), 0u);
+      EXPECT_EQ(ec, std::errc::timed_out);
+      timed_out.count_down();
+      // Then everything the client sends, in order, until it closes.
+      std::string got;
+      for (;;) {
+        const std::size_t n = s.read_some(buf, sizeof buf, ec);
+        ASSERT_FALSE(ec) << ec.message();
+        if (n == 0) break;
+        got.append(buf, n);
+      }
+      EXPECT_EQ(got, "bcdefgh");
+      return;
+    }
+    tcp_stream c = tcp_stream::connect(addr);
+    c.write_all("a", 1);
+    first_read.wait();
+    timed_out.wait();
+    c.write_all("b", 1);  // arrives while the server may not wait yet, or waits
+    c.write_all("cd", 2);
+    yield_now();
+    c.write_all("efgh", 4);
+    EXPECT_FALSE(c.shutdown(SHUT_WR));
+  });
+}
+
 TEST_P(NetIn, CloseWakesABlockedReaderWithClosed) {
   watchdog dog("net close wakes reader", 60s);
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");

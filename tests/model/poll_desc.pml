@@ -21,6 +21,16 @@
  * publishes itself with a plain store: a READY that arrived after its EAGAIN
  * is overwritten and the waiter sleeps through it) and -DNO_UNPARK (the
  * notifier leaves READY but does not unpark the waiter it replaced).
+ * With -DSHORT_READS the waiter reads as a stream socket's recv_stream does
+ * (runtime/io.cpp): before each system call it drops a pending READY
+ * (consume_readiness); a call takes every byte there (a short read), and the
+ * next read then waits first, without the system call, unless the poller has
+ * flagged the peer's end of stream (peer_closed, set before the READY it comes
+ * with). The device ends the stream after its DATA bytes; the waiter must
+ * read every byte and then the end of stream. Mutations: -DNO_PEER_CLOSED
+ * (the short read waits first even after the end of stream was flagged: its
+ * edge is spent, the waiter sleeps for good) and -DFLAG_AFTER (the poller
+ * flags peer_closed after the READY exchange, not before).
  * (Re-reading `closing` after publishing, and the CAS that takes a woken
  * waiter back, turn out not to be needed for these properties: the sticky
  * READY that close() leaves, and the system call every waiter retries before
@@ -39,6 +49,8 @@ byte avail = 0;       /* bytes the device has, not yet read */
 byte produced = 0;
 bit finished = 0;
 byte result = 0;      /* 1 read everything, 2 closed, 3 timed out */
+bit eof = 0;          /* SHORT_READS: the peer ended the stream after its data */
+bit peer_closed = 0;  /* SHORT_READS: the poller's sticky flag */
 
 active proctype poller() {
   do
@@ -55,7 +67,24 @@ active proctype poller() {
        word = READY
      }
   :: produced == DATA -> break
-  od
+  od;
+#ifdef SHORT_READS
+  /* the end of stream, and its edge */
+  eof = 1;
+#ifndef FLAG_AFTER
+  peer_closed = 1;
+#endif
+  atomic {
+    if
+    :: word == ME -> permit = 1
+    :: else -> skip
+    fi;
+    word = READY
+  };
+#ifdef FLAG_AFTER
+  peer_closed = 1;
+#endif
+#endif
 }
 
 #ifdef CLOSER
@@ -76,6 +105,27 @@ active proctype waiter() {
   byte s;
   bit timed_out;
 read_again:
+#ifdef SHORT_READS
+  /* consume_readiness, then recv: every byte there, else the end of stream
+   * (reported only once the data is read), else EAGAIN */
+  atomic { if :: word == READY -> word = 0 :: else -> skip fi };
+  atomic {
+    if
+    :: avail > 0 -> got = got + avail; avail = 0
+    :: avail == 0 && eof -> result = 1; goto finish
+    :: else -> goto wait_loop   /* EAGAIN */
+    fi
+  };
+  /* a short read: the next read waits first unless the end was flagged */
+#ifdef NO_PEER_CLOSED
+  goto wait_loop;
+#else
+  if
+  :: peer_closed -> goto read_again
+  :: else -> goto wait_loop
+  fi;
+#endif
+#else
   if
   :: got == DATA -> result = 1; goto finish
   :: else -> skip
@@ -87,6 +137,7 @@ read_again:
     :: else -> skip   /* EAGAIN */
     fi
   };
+#endif
   /* wait_io */
 wait_loop:
   s = word;

@@ -18,8 +18,8 @@
 #   tests/model/run_model.sh run_drain            # run_drain.pml: when a run with queued jobs is
 #                                                 # over (runners, live, work_left); ~5 s; ctest
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
-#                                                 # (wait, readiness, close, timeouts);
-#                                                 # 4 configurations, 2 mutations (~1 s; ctest)
+#                                                 # (wait, readiness, close, timeouts, short
+#                                                 # reads); 6 configurations, 4 mutations (~2 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -152,6 +152,10 @@ if [ "$model" = "poll_desc" ]; then
   run "closer, timed waiter, 3 bytes" pass -DCLOSER -DTIMED -DDATA=3
   run "mutation: waiter publishes with a plain store" fail -DSTORE_NOT_CAS
   run "mutation: notifier does not unpark" fail -DNO_UNPARK
+  run "short reads wait first (recv_stream), end of stream" pass -DSHORT_READS
+  run "short reads, 3 bytes" pass -DSHORT_READS -DDATA=3
+  run "mutation: a short read waits first despite the end of stream" fail -DSHORT_READS -DNO_PEER_CLOSED
+  run "mutation: peer_closed flagged after the readiness" fail -DSHORT_READS -DFLAG_AFTER
   echo "poll_desc model: no lost readiness, no lost wake-up, no waiter left published"
   exit 0
 fi
