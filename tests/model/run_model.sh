@@ -19,7 +19,7 @@
 #                                                 # over (runners, live, work_left); ~5 s; ctest
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
 #                                                 # (wait, readiness, close, timeouts, short
-#                                                 # reads); 6 configurations, 4 mutations (~2 s; ctest)
+#                                                 # reads); 6 configurations, 4 mutations (~10 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
