@@ -86,7 +86,13 @@ fiber_record* worker::idle() {
                    ? 0
                    : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
         }
+        // Hold the polling token from the check to the end of the wait: a
+        // non-blocking poll of a spinner that started before we became the
+        // poll sleeper could otherwise deliver (and so swallow) the wake-up
+        // meant for us after our check, and we would sleep through it.
+        while (rt.io.polling.exchange(true, std::memory_order_acquire)) cpu_relax();
         if (sleep_word_.load(std::memory_order_seq_cst) == 1) rt.io.poll(ms);
+        rt.io.polling.store(false, std::memory_order_release);
       } else {
         futex_wait(&sleep_word_, std::uint32_t{1}, timed ? &deadline : nullptr);
       }

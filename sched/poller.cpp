@@ -303,6 +303,10 @@ int poller::poll(int timeout_ms) noexcept {
 }
 
 void poller::wake() noexcept {
+  if (backend_ == io_backend::io_uring) {
+    uring_wake();
+    return;
+  }
   if (eventfd_ < 0) return;
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto r = ::write(eventfd_, &one, sizeof one);

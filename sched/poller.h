@@ -137,7 +137,9 @@ class poller {
 
   /// The one worker allowed to block in poll() at a time.
   std::atomic<bool> poll_sleeper{false};
-  /// Serialises non-blocking polls of busy workers.
+  /// Serialises polls: non-blocking ones of busy workers, and the poll
+  /// sleeper's from its last look at its sleep word to the end of its wait
+  /// (so no other poll delivers the wake-up meant for it meanwhile).
   std::atomic<bool> polling{false};
 
  private:
@@ -151,6 +153,7 @@ class poller {
   void uring_add(poll_desc& d);
   void uring_remove(poll_desc& d) noexcept;
   void uring_rearm(poll_desc& d, std::uint16_t registration) noexcept;
+  void uring_wake() noexcept;
   int uring_poll(int timeout_ms) noexcept;
   void uring_destroy() noexcept;
   friend void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;

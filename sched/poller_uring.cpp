@@ -4,13 +4,14 @@
 // IORING_OP_POLL_ADD (POLLIN | POLLOUT | POLLRDHUP), whose completions play
 // the part of edge-triggered epoll events — the same notify on the same
 // readiness words, so the wait protocol, its SPIN model and every caller are
-// unchanged. The wake-up eventfd is polled the same way (user_data 0).
+// unchanged. A wake-up is a NOP submitted to the ring (user_data 0).
 //
 // Sharing the ring: submissions (register, unregister, re-arm) take sq_mu;
 // reaping completions takes cq_mu — a blocking poll (the one poll sleeper)
 // waits holding it, non-blocking polls only try it (whoever holds it delivers
 // the events). Waiting uses io_uring_enter's extended argument (Linux 5.11),
-// so a waiter never touches the submission queue.
+// so a waiter never touches the submission queue. wake() submits a NOP, whose
+// completion (user_data 0) ends the wait.
 //
 // A multishot poll ends by itself on an error, when the kernel cannot keep
 // it, or when the thread that armed it exits (no IORING_CQE_F_MORE; io_uring
@@ -24,6 +25,13 @@
 // a closed socket's file open). A completion for a descriptor unregistered
 // meanwhile (its record is type-stable, maybe reused) is at most a spurious
 // wake-up, as with epoll.
+//
+// Unregistering submits a poll_remove for the poll's tag; its own completion
+// carries the same tag with the low bit set (records are 16-byte aligned).
+// The kernel answers -EALREADY when the poll is completing at that moment (a
+// wake-up's task work is pending): the multishot poll then stays armed, and
+// with it the socket's file, so a closed socket would never send its FIN. The
+// reaper submits the removal again until it is not EALREADY.
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -68,9 +76,25 @@ io_uring_sqe* get_sqe(io_uring& ring) {
 constexpr int kRegistrationShift = 48;
 constexpr std::uint64_t kAddressMask = (std::uint64_t{1} << kRegistrationShift) - 1;
 
+/// The low bit of a poll_remove's user_data; the rest is the removed poll's tag.
+constexpr std::uint64_t kRemoveBit = 1;
+
 std::uint64_t tag_of(const poll_desc& d) noexcept {
   return reinterpret_cast<std::uint64_t>(&d) |
          (std::uint64_t{d.registration} << kRegistrationShift);
+}
+
+// Queues and submits a poll_remove of the poll tagged `tag`. Under sq_mu.
+void remove_poll(io_uring& ring, std::uint64_t tag) noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) {
+    io_uring_submit(&ring);  // consumes the queue: a slot is free after it
+    sqe = io_uring_get_sqe(&ring);
+  }
+  if (sqe == nullptr) return;  // cannot happen after a submit
+  io_uring_prep_poll_remove(sqe, tag);
+  io_uring_sqe_set_data64(sqe, tag | kRemoveBit);
+  io_uring_submit(&ring);
 }
 
 void arm(io_uring& ring, int fd, std::uint64_t tag, unsigned mask) {
@@ -125,21 +149,34 @@ void poller::uring_init() {
     delete u;
     throw std::system_error(-r, std::generic_category(), "tessera: io_uring_queue_init");
   }
-  eventfd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (eventfd_ < 0) {
-    io_uring_queue_exit(&u->ring);
-    delete u;
-    throw std::system_error(errno, std::generic_category(), "tessera: eventfd");
-  }
-  std::lock_guard lock(u->sq_mu);
-  arm(u->ring, eventfd_, 0, POLLIN);
   uring_ = u;
 }
 
+// A NOP's completion is posted by the submitting thread itself, during the
+// submit, and wakes whoever waits for completions. (An eventfd polled through
+// the ring would not do: a poll's completion runs as task work of the thread
+// that armed it, and when that thread is a worker that has just exited at the
+// end of a run, the poll sleeper was never woken to see it.)
+void poller::uring_wake() noexcept {
+  uring* u = uring_;
+  if (u == nullptr) return;
+  std::lock_guard sq(u->sq_mu);
+  io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
+  if (sqe == nullptr) {
+    io_uring_submit(&u->ring);  // consumes the queue: a slot is free after it
+    sqe = io_uring_get_sqe(&u->ring);
+  }
+  if (sqe == nullptr) return;  // cannot happen after a submit
+  io_uring_prep_nop(sqe);
+  io_uring_sqe_set_data64(sqe, 0);
+  io_uring_submit(&u->ring);
+}
+
 void poller::uring_add(poll_desc& d) {
-  if ((reinterpret_cast<std::uint64_t>(&d) & ~kAddressMask) != 0) {
-    throw std::system_error(EFAULT, std::generic_category(),
-                            "tessera: io_uring poller: descriptor record above 2^48");
+  if ((reinterpret_cast<std::uint64_t>(&d) & (~kAddressMask | kRemoveBit)) != 0) {
+    throw std::system_error(
+        EFAULT, std::generic_category(),
+        "tessera: io_uring poller: descriptor record above 2^48 or not aligned");
   }
   std::lock_guard lock(uring_->sq_mu);
   arm(uring_->ring, d.fd, tag_of(d), kPollMask);
@@ -162,15 +199,7 @@ void poller::uring_rearm(poll_desc& d, std::uint16_t registration) noexcept {
 void poller::uring_remove(poll_desc& d) noexcept {
   if (uring_ == nullptr) return;
   std::lock_guard lock(uring_->sq_mu);
-  io_uring_sqe* sqe = io_uring_get_sqe(&uring_->ring);
-  if (sqe == nullptr) {
-    io_uring_submit(&uring_->ring);
-    sqe = io_uring_get_sqe(&uring_->ring);
-  }
-  if (sqe == nullptr) return;  // the poll ends with the descriptor's close anyway
-  io_uring_prep_poll_remove(sqe, tag_of(d));
-  io_uring_sqe_set_data64(sqe, poll_desc::kReady);  // ignored on completion
-  io_uring_submit(&uring_->ring);
+  remove_poll(uring_->ring, tag_of(d));
 }
 
 int poller::uring_poll(int timeout_ms) noexcept {
@@ -202,19 +231,14 @@ int poller::uring_poll(int timeout_ms) noexcept {
     ++seen;
     const std::uint64_t tag = io_uring_cqe_get_data64(cqe);
     const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
-    if (tag == poll_desc::kReady) continue;  // a poll_remove's own completion
-    if (tag == 0) {                          // the wake-up eventfd
-      std::uint64_t v;
-      [[maybe_unused]] const auto r = ::read(eventfd_, &v, sizeof v);
-      if (!more) {
+    if ((tag & kRemoveBit) != 0) {  // a poll_remove's own completion
+      if (cqe->res == -EALREADY) {  // the poll was completing: it may stay armed
         std::lock_guard sq(u->sq_mu);
-        try {
-          arm(u->ring, eventfd_, 0, POLLIN);
-        } catch (...) {  // NOLINT(bugprone-empty-catch): sleepers still time out
-        }
+        remove_poll(u->ring, tag & ~kRemoveBit);
       }
       continue;
     }
+    if (tag == 0) continue;  // a wake-up (uring_wake's NOP)
     auto* d = reinterpret_cast<poll_desc*>(tag & kAddressMask);
 #if TESSERA_TSAN
     __tsan_acquire(d);  // see arm()
