@@ -56,13 +56,21 @@ namespace {
 constexpr unsigned kRingEntries = 256;
 constexpr unsigned kPollMask = POLLIN | POLLOUT | POLLRDHUP;
 
-// An SQE, submitting what is queued first if the ring is full. Under sq_mu.
-io_uring_sqe* get_sqe(io_uring& ring) {
+// An SQE, submitting what is queued first if the ring is full (the submit
+// consumes the queue, so a slot is free after it). Null only if even that
+// failed. Under sq_mu.
+io_uring_sqe* try_get_sqe(io_uring& ring) noexcept {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring);
   if (sqe == nullptr) {
     io_uring_submit(&ring);
     sqe = io_uring_get_sqe(&ring);
   }
+  return sqe;
+}
+
+// As try_get_sqe(), but a full ring is an error.
+io_uring_sqe* get_sqe(io_uring& ring) {
+  io_uring_sqe* sqe = try_get_sqe(ring);
   if (sqe == nullptr) {
     throw std::system_error(EBUSY, std::generic_category(),
                             "tessera: io_uring submission queue full");
@@ -86,11 +94,7 @@ std::uint64_t tag_of(const poll_desc& d) noexcept {
 
 // Queues and submits a poll_remove of the poll tagged `tag`. Under sq_mu.
 void remove_poll(io_uring& ring, std::uint64_t tag) noexcept {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-  if (sqe == nullptr) {
-    io_uring_submit(&ring);  // consumes the queue: a slot is free after it
-    sqe = io_uring_get_sqe(&ring);
-  }
+  io_uring_sqe* sqe = try_get_sqe(ring);
   if (sqe == nullptr) return;  // cannot happen after a submit
   io_uring_prep_poll_remove(sqe, tag);
   io_uring_sqe_set_data64(sqe, tag | kRemoveBit);
@@ -161,11 +165,7 @@ void poller::uring_wake() noexcept {
   uring* u = uring_;
   if (u == nullptr) return;
   std::lock_guard sq(u->sq_mu);
-  io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
-  if (sqe == nullptr) {
-    io_uring_submit(&u->ring);  // consumes the queue: a slot is free after it
-    sqe = io_uring_get_sqe(&u->ring);
-  }
+  io_uring_sqe* sqe = try_get_sqe(u->ring);
   if (sqe == nullptr) return;  // cannot happen after a submit
   io_uring_prep_nop(sqe);
   io_uring_sqe_set_data64(sqe, 0);
