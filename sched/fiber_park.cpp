@@ -20,7 +20,9 @@ void fiber_park(waiter& w) {
     return;
   }
   current_worker()->block_current(post_action::park);
-  w.state.exchange(kEmpty, std::memory_order_acquire);  // consume the permit that woke us
+  // Nothing to consume: the unpark that woke us handed us over as kEmpty, and
+  // a permit that raced the switch-out was consumed by complete_switch. We
+  // synchronize with the unparker through the run queue that brought us back.
 }
 
 bool fiber_park_until(waiter& w, steady::time_point deadline) {
@@ -29,7 +31,7 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
   fiber_record* f = as_record(w);
   worker* wk = current_worker();
   f->rt->add_timer(deadline, f);
-  wk->block_current(post_action::park);
+  wk->block_current(post_action::park_timed);
   f->timer_seq.fetch_add(1, std::memory_order_release);  // our timer entry is now stale
   const std::int32_t v = w.state.exchange(kEmpty, std::memory_order_acquire);
   if (v == kNotified) {
@@ -43,8 +45,15 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
 
 void fiber_unpark(waiter& w) noexcept {
   // acq_rel: release publishes the permit; acquire sees the record as the
-  // parking side left it (its CAS to kParked is acq_rel).
-  if (w.state.exchange(kNotified, std::memory_order_acq_rel) == kParked) {
+  // parking side left it (its CAS to kParked is acq_rel). A fiber parked in
+  // park() is handed over with no permit (kEmpty: the hand-off is the wake-up,
+  // so it resumes without a locked RMW of its own); one in park_until() gets
+  // the permit, which tells it the wake-up was not its timer.
+  std::int32_t v = w.state.load(std::memory_order_relaxed);
+  while (!w.state.compare_exchange_weak(v, v == kParked ? kEmpty : kNotified,
+                                        std::memory_order_acq_rel, std::memory_order_relaxed)) {
+  }
+  if (v == kParked || v == kParkedTimed) {
     fiber_record* f = as_record(w);
     f->rt->schedule_woken(f);
   }
@@ -74,8 +83,8 @@ void worker::switch_to(fiber_record* next, post_action act) {
   current_ = next;
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
-  detail::current_waiter_slot() = to_sched ? thread_waiter_ : &next->w;
-  auto& ov = sched::current_overflow_info();
+  *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
+  sched::overflow_info& ov = *overflow_slot_;
   if (to_sched) {
     ov = {};
   } else {
@@ -99,12 +108,19 @@ void worker::complete_switch(sched::fcontext_t from) noexcept {
   switch (act) {
     case post_action::none:
       break;
-    case post_action::park: {
+    case post_action::park:
+    case post_action::park_timed: {
       // Our registers are saved only now: only now may anyone resume `p`.
+      const bool timed = act == post_action::park_timed;
       std::int32_t expected = kEmpty;
-      if (!p->w.state.compare_exchange_strong(expected, kParked, std::memory_order_acq_rel,
+      if (!p->w.state.compare_exchange_strong(expected, timed ? kParkedTimed : kParked,
+                                              std::memory_order_acq_rel,
                                               std::memory_order_acquire)) {
-        push_local(p);  // an unpark or its timer came in during the switch: run again soon
+        // An unpark (or, timed, its timer) came in during the switch: run again
+        // soon. park() does not look at the word when it resumes, so consume
+        // the permit here; park_until() reads it to tell unpark from timer.
+        if (!timed) p->w.state.exchange(kEmpty, std::memory_order_acquire);
+        push_local(p);
       }
       break;
     }

@@ -17,7 +17,8 @@ using steady = std::chrono::steady_clock;
 // A fiber waiter's permit word (waiter::state; the scheduler.h state machine).
 constexpr std::int32_t kEmpty = 0;
 constexpr std::int32_t kNotified = 1;
-constexpr std::int32_t kParked = -1;
+constexpr std::int32_t kParked = -1;       // in park(): an unpark hands it over as kEmpty
+constexpr std::int32_t kParkedTimed = -2;  // in park_until(): an unpark leaves kNotified
 constexpr std::int32_t kTimerFired = 2;
 
 // Every this many picks a worker looks at older work first (global FIFO,

@@ -45,26 +45,37 @@
 //   none spins, a wake of one sleeper. Each side stores then loads with seq_cst,
 //   so at least one sees the other (Dekker).
 //
-// Park / unpark of a fiber (waiter::state: 0 empty, 1 permit, -1 parked, 2 timer fired)
-//   park():   state.exchange(0) == 1 → return at once (permit consumed). Otherwise
+// Park / unpark of a fiber (waiter::state: 0 empty, 1 permit, -1 parked in park(),
+// -2 parked in park_until(), 2 timer fired; model: tests/model/fiber_park.pml)
+//   park():   state 1 → exchange(0), return at once (permit consumed). Otherwise
 //             switch away to the next fiber (or the worker's scheduler context)
 //             with the post-switch action `park`, which runs on the *next*
 //             context, after ours is saved: CAS state 0 → -1. If that CAS fails, an
-//             unpark arrived during the switch (state is 1): the fiber goes straight
-//             back on the deque. Only after a successful CAS may anyone resume it,
-//             so no thread ever resumes a fiber whose registers are not yet saved —
-//             this is how the switch-out/unpark race is closed.
-//   unpark(): state.exchange(1) == -1 → the unparker owns the wake-up and makes the
-//             fiber runnable (runnext, deque or inbox, see above); any other old
-//             value means the fiber is running or already runnable.
-//             A timer may fire on another worker while its fiber is still
-//             switching out (state still 0): it then CASes 0 -> 2, the post-switch
-//             CAS fails and the fiber is re-queued, and park_until sees 2.
+//             unpark arrived during the switch (state is 1): it is consumed there
+//             (exchange 0) and the fiber goes straight back on the deque. Only
+//             after a successful CAS may anyone resume it, so no thread ever
+//             resumes a fiber whose registers are not yet saved — this is how the
+//             switch-out/unpark race is closed. A resumed park() does not touch
+//             the word: the wake-up was the hand-over itself.
+//   unpark(): one CAS: -1 → 0 (a hand-over: the unparker owns the wake-up and
+//             makes the fiber runnable — runnext, deque or inbox, see above —
+//             and the fiber resumes with nothing to consume), -2 → 1 (the same,
+//             but park_until() must tell an unpark from its timer), anything
+//             else → 1 (the fiber is running or already runnable: the permit
+//             waits for its next park). The unparker's release reaches the woken
+//             fiber through the run queue that resumes it.
+//   park_until(): as park() with -2 and post-switch action `park_timed`; when
+//             it resumes it exchanges the word to 0 and reads 1 (unparked) or 2
+//             (its timer). A timer may fire on another worker while its fiber
+//             is still switching out (state still 0): it then CASes 0 → 2, the
+//             post-switch CAS fails and the fiber is re-queued.
+//   Cost of a hand-over between two fibers of one worker: two locked RMWs (the
+//             unpark's CAS and the post-switch CAS) and one context jump.
 //   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
 //             a worker's check costs a load while none is due); every worker
 //             fires due entries when it picks work, and sleeping workers time
 //             their futex wait to the earliest deadline. An expired entry
-//             whose sequence still matches CASes -1 → 2 and makes the fiber
+//             whose sequence still matches CASes -2 → 2 and makes the fiber
 //             runnable; park_until() then reports a timeout (unless woken
 //             early by a stale entry: a spurious wake-up, allowed).
 #pragma once
@@ -104,7 +115,7 @@ struct fls_entry {
 void destroy_fls(std::vector<fls_entry>& map) noexcept;
 
 /// What the context we switch *to* does for the one we left (see the header comment).
-enum class post_action : std::uint8_t { none, park, yield, finish, idle_runner };
+enum class post_action : std::uint8_t { none, park, park_timed, yield, finish, idle_runner };
 
 struct fiber_record {
   waiter w;  // first: the fiber's identity for the park façade
@@ -241,6 +252,10 @@ class worker {
   std::uint64_t timers_checked_at_ = 0;  // cpu_ticks() at the last look at the clock
   std::uint64_t io_polled_at_ = 0;       // cpu_ticks() at the last non-blocking I/O poll
   waiter* thread_waiter_ = nullptr;
+  // This thread's running-identity and stack-overflow slots (thread_locals of
+  // other files), looked up once: switch_to() writes both at every switch.
+  waiter** waiter_slot_ = nullptr;
+  sched::overflow_info* overflow_slot_ = nullptr;
   std::vector<fiber_record*> fired_;
   std::vector<sched::stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;

@@ -42,14 +42,15 @@ void runtime_impl::fire_timers(worker& w) {
     const timer_entry e = timers.back();
     timers.pop_back();
     if (e.fiber->timer_seq.load(std::memory_order_acquire) != e.seq) continue;  // stale
-    // kParked: wake it. kEmpty with a current sequence: the fiber added this
-    // timer and is still switching out (another worker fires timers too):
-    // mark it, and its post-switch CAS to kParked fails and re-queues it.
+    // kParkedTimed: wake it. kEmpty with a current sequence: the fiber added
+    // this timer and is still switching out (another worker fires timers too):
+    // mark it, and its post-switch CAS to kParkedTimed fails and re-queues it.
+    // (A current entry means the fiber is inside park_until(), so never kParked.)
     std::int32_t s = e.fiber->w.state.load(std::memory_order_acquire);
-    while (s == kParked || s == kEmpty) {
+    while (s == kParkedTimed || s == kEmpty) {
       if (e.fiber->w.state.compare_exchange_weak(s, kTimerFired, std::memory_order_acq_rel,
                                                  std::memory_order_acquire)) {
-        if (s == kParked) fired.push_back(e.fiber);
+        if (s == kParkedTimed) fired.push_back(e.fiber);
         break;
       }
     }

@@ -44,7 +44,9 @@ void worker::join() {
 void worker::thread_main() {
   set_current_worker(this);
   thread_waiter_ = detail::thread_waiter();
-  detail::current_waiter_slot() = thread_waiter_;
+  waiter_slot_ = &detail::current_waiter_slot();
+  *waiter_slot_ = thread_waiter_;
+  overflow_slot_ = &sched::current_overflow_info();
   if (rt.opts.pin_workers) rt.topo.pin_current_thread(index);
   sched::alt_signal_stack alt;
 #if TESSERA_TSAN

@@ -543,6 +543,53 @@ TEST(Scheduler, ParkUnparkRaceStress) {
   EXPECT_EQ(total, 1) << "the single token was lost or duplicated";
 }
 
+TEST(Scheduler, TimedAndUntimedParksRaceUnparksAndTimers) {
+  // One fiber takes tokens, waiting alternately in park() and in park_until()
+  // with deadlines of tens of microseconds, while a fiber on another worker and
+  // a plain thread hand it tokens: unparks land on either parked value, during
+  // the switch-out, and beside timers firing on other workers. Every token must
+  // be taken (a lost hand-over hangs the consumer), and a park_until() that
+  // reports a timeout must not return before its deadline.
+  watchdog dog("timed/untimed park race", 90s);
+  Runtime rt({.workers = 2});
+  constexpr int kPerProducer = 20000;
+  std::atomic<int> tokens{0};
+  std::atomic<waiter*> consumer{nullptr};
+  std::atomic<int> early{0};
+  auto produce = [&] {
+    while (consumer.load() == nullptr) yield_now();
+    for (int i = 0; i < kPerProducer; ++i) {
+      tokens.fetch_add(1, std::memory_order_release);
+      unpark(consumer.load());
+      if (i % 64 == 0) yield_now();
+    }
+  };
+  std::thread outside(produce);
+  int taken = 0;
+  rt.run([&] {
+    fiber inside(produce);
+    consumer = self();
+    for (int round = 0; taken < 2 * kPerProducer; ++round) {
+      if (tokens.load(std::memory_order_acquire) > 0) {
+        tokens.fetch_sub(1, std::memory_order_relaxed);
+        ++taken;
+        continue;
+      }
+      if (round % 2 == 0) {
+        park();
+      } else {
+        const auto deadline = clock::now() + std::chrono::microseconds(20 + round % 50);
+        if (!park_until(deadline) && clock::now() < deadline) early.fetch_add(1);
+      }
+    }
+    inside.join();
+  });
+  outside.join();
+  EXPECT_EQ(taken, 2 * kPerProducer);
+  EXPECT_EQ(tokens.load(), 0);
+  EXPECT_EQ(early.load(), 0) << "park_until reported a timeout before its deadline";
+}
+
 TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
   static std::atomic<int> destroyed{0};
   struct counted {

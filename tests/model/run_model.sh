@@ -20,6 +20,9 @@
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
 #                                                 # (wait, readiness, close, timeouts, short
 #                                                 # reads); 6 configurations, 4 mutations (~10 s; ctest)
+#   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
+#                                                 # park_until, unparks, its timer, the switch-out
+#                                                 # race); 4 configurations, 4 mutations (~10 s; ctest)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -157,6 +160,19 @@ if [ "$model" = "poll_desc" ]; then
   run "mutation: a short read waits first despite the end of stream" fail -DSHORT_READS -DNO_PEER_CLOSED
   run "mutation: peer_closed flagged after the readiness" fail -DSHORT_READS -DFLAG_AFTER
   echo "poll_desc model: no lost readiness, no lost wake-up, no waiter left published"
+  exit 0
+fi
+if [ "$model" = "fiber_park" ]; then
+  run "park, two unparkers" pass -DNU=2
+  run "park and park_until, two unparkers, the timer" pass -DNU=2 -DTIMED
+  run "park and park_until, three unparkers, the timer" pass -DNU=3 -DTIMED
+  run "park_until alone: the timer wakes it" pass -DTIMER_ONLY
+  run "mutation: parked value published before the switch" fail -DNU=2 -DPUBLISH_BEFORE_SWITCH
+  run "mutation: a permit that raced the switch-out does not re-queue" fail -DNU=2 -DNO_REQUEUE
+  run "mutation: park_until handed over without a permit" fail -DNU=2 -DTIMED -DHANDOFF_TIMED
+  run "mutation: the timer ignores a fiber still switching out" fail -DTIMER_ONLY \
+      -DTIMER_SKIPS_SWITCHING
+  echo "fiber_park model: resumed only when saved and once, no lost wake-up, timers wake"
   exit 0
 fi
 if [ "$model" = "barging_semaphore" ]; then
