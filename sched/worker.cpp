@@ -213,7 +213,7 @@ void worker::push_inbox(fiber_record* f) {
 }
 
 void runtime_impl::schedule_woken(fiber_record* f) noexcept {
-  worker* cur = current_worker();
+  worker* cur = tls_worker;  // no switch in here: a direct read is fresh
   if (cur != nullptr && &cur->rt == this) {
     if (cur->on_fiber()) {
       cur->make_runnext(f);  // LIFO slot: runs when the waker parks
