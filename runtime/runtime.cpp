@@ -135,6 +135,8 @@ Runtime::statistics Runtime::stats() const noexcept {
   s.remote_wakeups = impl_->remote_wakeups.load(std::memory_order_relaxed);
   s.worker_sleeps = impl_->worker_sleeps.load(std::memory_order_relaxed);
   s.sleeping_workers = static_cast<unsigned>(impl_->sleepers.load(std::memory_order_relaxed));
+  s.deep_sleeping_workers =
+      static_cast<unsigned>(impl_->deep_sleepers.load(std::memory_order_relaxed));
   return s;
 }
 

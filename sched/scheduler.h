@@ -38,7 +38,9 @@
 //   Only when no worker is busy does it sleep "deep" (no poll). A worker that
 //   turns busy wakes a deep sleeper so that one starts polling: busy++ then
 //   load deep_sleepers, against deep_sleepers++ then load busy (all seq_cst),
-//   so a deep sleeper cannot miss a busy worker (Dekker).
+//   so a deep sleeper cannot miss a busy worker (Dekker). The wake-up itself
+//   waits until the busy worker first fills its runnext slot — the only thing
+//   a poller watches — so a worker woken to run one job runs it first.
 //   Producers: a push to a specific worker's inbox is followed (seq_cst) by a
 //   check of that worker's sleep_word and a futex wake; a push to a deque or the
 //   global FIFO is followed by a seq_cst fence and, when some worker sleeps and
@@ -249,6 +251,7 @@ class worker {
   };
   std::vector<runnext_sighting> sightings_;
   bool watching_ = false;                // the last look saw a full slot, not yet stale
+  bool wake_deep_at_runnext_ = false;    // wake a deep sleeper when runnext_ is next filled
   std::uint64_t timers_checked_at_ = 0;  // cpu_ticks() at the last look at the clock
   std::uint64_t io_polled_at_ = 0;       // cpu_ticks() at the last non-blocking I/O poll
   waiter* thread_waiter_ = nullptr;

@@ -204,6 +204,10 @@ void worker::make_runnext(fiber_record* f) {
   } else if (fiber_record* old = runnext_.exchange(f, std::memory_order_acq_rel)) {
     push_local(old);
   }
+  if (wake_deep_at_runnext_) {  // idle() saw a deep sleeper as we turned busy
+    wake_deep_at_runnext_ = false;
+    rt.wake_deep_sleeper();
+  }
 }
 
 void worker::push_inbox(fiber_record* f) {

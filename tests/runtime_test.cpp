@@ -506,6 +506,45 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
   }
 }
 
+TEST(Scheduler, AWorkerWokenFromDeepSleepWakesTheOtherOnceItFillsItsRunnext) {
+  // Both workers of a started Runtime sleep deep (nothing runs, so neither
+  // watches the runnext slots). A fiber submitted from this thread wakes one;
+  // it wakes `b` into its runnext slot and then computes instead of parking.
+  // The other worker must be woken by that fill and steal b: a worker that
+  // turns busy defers waking a deep sleeper until its slot is filled, and a
+  // lost deferred wake-up leaves b waiting for as long as the waker computes.
+  watchdog dog("deep sleeper and runnext", 60s);
+  Runtime rt({.workers = 2});
+  rt.start();
+  for (int round = 0; round < 5; ++round) {
+    latch started(2);
+    std::atomic<bool> b_ran{false};
+    auto b = rt.submit([&] {
+      started.arrive_and_wait();
+      b_ran = true;
+    });
+    // b parks in the latch; then both workers go to sleep, and deep once
+    // neither is busy (a sleeper that watched re-checks every millisecond).
+    for (const auto give_up = clock::now() + 10s;
+         rt.stats().deep_sleeping_workers < 2 && clock::now() < give_up;) {
+      std::this_thread::sleep_for(100us);
+    }
+    ASSERT_EQ(rt.stats().deep_sleeping_workers, 2u) << "round " << round;
+    const auto steals_before = rt.stats().runnext_steals;
+    auto a = rt.submit([&] {
+      started.arrive_and_wait();  // wakes b into this worker's runnext slot
+      const auto give_up = clock::now() + 5s;
+      while (!b_ran.load() && clock::now() < give_up) {
+      }
+      return b_ran.load();
+    });
+    ASSERT_TRUE(a.get()) << "round " << round << ": b never ran while its waker computed";
+    b.get();
+    EXPECT_GT(rt.stats().runnext_steals, steals_before) << "round " << round;
+  }
+  rt.stop();
+}
+
 TEST(Scheduler, ParkUnparkRaceStress) {
   // Fibers on 4 workers and plain threads unpark each other in a ring as fast as
   // they can: every switch-out races an unpark. Nothing may be lost or run twice.

@@ -156,6 +156,7 @@ class Runtime {
     std::uint64_t remote_wakeups = 0;  // unparks that went through an inbox
     std::uint64_t worker_sleeps = 0;   // times a worker went to sleep on its futex
     unsigned sleeping_workers = 0;     // workers asleep right now
+    unsigned deep_sleeping_workers = 0;  // of those, asleep without watching runnext slots
   };
   statistics stats() const noexcept;
 
