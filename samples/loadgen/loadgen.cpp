@@ -100,11 +100,20 @@ int main(int argc, char** argv) {
           return;
         }
         if (mode == "echo") {
-          std::string msg(static_cast<std::size_t>(size), 'x'), back(msg.size(), '\0');
+          // The reply is read with read_some into a larger buffer, not
+          // read_exactly: each read then comes back short, so the next one
+          // waits for readiness first instead of making a recv that finds
+          // nothing right after the send (half the client's recvs).
+          std::string msg(static_cast<std::size_t>(size), 'x');
+          std::vector<char> back(msg.size() + 65536);
           tessera::this_fiber::sleep_until(start);
           while (clk::now() < stop) {
             s.write_all(msg.data(), msg.size(), ec);
-            if (!ec) s.read_exactly(back.data(), back.size(), ec);
+            for (std::size_t got = 0; !ec && got < msg.size();) {
+              const std::size_t r = s.read_some(back.data(), back.size(), ec);
+              if (!ec && r == 0) ec = tessera::io::error::eof;
+              got += r;
+            }
             if (ec) {
               failed.fetch_add(1);
               return;
