@@ -138,7 +138,8 @@ waiter* self() noexcept {
 }
 
 void park() {
-  waiter* w = self();
+  waiter* w = tls_current;  // self(), inlined: the hot path of every primitive
+  if (w == nullptr) w = init_thread_waiter();
   w->ops->park(*w);
 }
 

@@ -19,7 +19,9 @@ void fiber_park(waiter& w) {
       w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) {
     return;
   }
-  current_worker()->block_current(post_action::park);
+  // The running fiber's last_worker is the worker running it (switch_to sets
+  // it), so no thread_local lookup is needed here.
+  as_record(w)->last_worker.load(std::memory_order_relaxed)->block_current(post_action::park);
   // Nothing to consume: the unpark that woke us handed us over as kEmpty, and
   // a permit that raced the switch-out was consumed by complete_switch. We
   // synchronize with the unparker through the run queue that brought us back.
