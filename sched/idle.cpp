@@ -117,7 +117,7 @@ fiber_record* worker::idle() {
   // A deep sleeper is needed only to watch our runnext slot, so the wake-up
   // waits for the slot's first fill (make_runnext): woken to run one job or
   // fiber, we run it now instead of first paying a futex wake of the other.
-  if (rt.deep_sleepers.load(std::memory_order_seq_cst) != 0) wake_deep_at_runnext_ = true;
+  wake_deep_at_runnext_ = rt.deep_sleepers.load(std::memory_order_seq_cst) != 0;
   return f;
 }
 
