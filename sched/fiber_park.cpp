@@ -12,6 +12,13 @@ namespace tessera::detail {
 namespace {
 
 // ---- the fiber path of the park façade ---------------------------------------
+// The worker running the calling fiber `w`: switch_to sets the fiber's
+// last_worker to it, and a running fiber does not move, so no thread_local
+// lookup is needed (valid until the fiber switches away).
+worker& running_worker(waiter& w) noexcept {
+  return *as_record(w)->last_worker.load(std::memory_order_relaxed);
+}
+
 void fiber_park(waiter& w) {
   // Only this fiber moves its state away from kNotified, so a plain load tells
   // whether there is a permit to consume (and saves a locked RMW when there is none).
@@ -19,9 +26,7 @@ void fiber_park(waiter& w) {
       w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) {
     return;
   }
-  // The running fiber's last_worker is the worker running it (switch_to sets
-  // it), so no thread_local lookup is needed here.
-  as_record(w)->last_worker.load(std::memory_order_relaxed)->block_current(post_action::park);
+  running_worker(w).block_current(post_action::park);
   // Nothing to consume: the unpark that woke us handed us over as kEmpty, and
   // a permit that raced the switch-out was consumed by complete_switch. We
   // synchronize with the unparker through the run queue that brought us back.
@@ -31,9 +36,8 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
   if (w.state.exchange(kEmpty, std::memory_order_acquire) == kNotified) return true;
   if (steady::now() >= deadline) return false;
   fiber_record* f = as_record(w);
-  worker* wk = current_worker();
   f->rt->add_timer(deadline, f);
-  wk->block_current(post_action::park_timed);
+  running_worker(w).block_current(post_action::park_timed);
   f->timer_seq.fetch_add(1, std::memory_order_release);  // our timer entry is now stale
   const std::int32_t v = w.state.exchange(kEmpty, std::memory_order_acquire);
   if (v == kNotified) {
