@@ -2,8 +2,9 @@
 //
 // A Runtime owns worker threads (one per core the process may use by default,
 // placed and pinned by hwloc within its affinity mask) that run fibers:
-// user-space threads switched by Boost.Context on pooled, guard-paged stacks. Every primitive in sync/ works unchanged on them:
-// the park façade (park.h) parks a fiber by switching to the next runnable one.
+// user-space threads switched by Boost.Context on pooled, guard-paged stacks.
+// Every primitive in sync/ works unchanged on them: the park façade (park.h)
+// parks a fiber by switching to the next runnable one.
 //
 //   tessera::Runtime rt({.workers = 2});
 //   int sum = rt.run([] {
