@@ -137,6 +137,7 @@ Runtime::statistics Runtime::stats() const noexcept {
   s.sleeping_workers = static_cast<unsigned>(impl_->sleepers.load(std::memory_order_relaxed));
   s.deep_sleeping_workers =
       static_cast<unsigned>(impl_->deep_sleepers.load(std::memory_order_relaxed));
+  s.timer_entries = impl_->timer_entries.load(std::memory_order_relaxed);
   return s;
 }
 

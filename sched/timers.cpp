@@ -19,12 +19,14 @@ void runtime_impl::add_timer(steady::time_point deadline, fiber_record* f) {
   bool earliest = false;
   {
     std::lock_guard lock(timer_mu);
+    drop_stale_timers();
     timers.push_back({deadline, f, f->timer_seq.load(std::memory_order_relaxed)});
     std::push_heap(timers.begin(), timers.end(), worker::later);
     if (ticks < next_deadline.load(std::memory_order_relaxed)) {
       next_deadline.store(ticks, std::memory_order_seq_cst);
       earliest = true;
     }
+    timer_entries.store(timers.size(), std::memory_order_relaxed);
   }
   // A sleeping worker set its futex timeout from the old earliest deadline:
   // wake one so that it re-arms (the worker adding the timer may stay busy).
@@ -55,21 +57,29 @@ void runtime_impl::fire_timers(worker& w) {
       }
     }
   }
-  // Entries of waits that ended early linger until their deadline; drop them in
-  // bulk when they are most of the heap.
-  const std::size_t stale = stale_timers.load(std::memory_order_relaxed);
-  if (stale > 64 && stale * 2 > timers.size()) {
-    std::erase_if(timers, [](const timer_entry& e) {
-      return e.fiber->timer_seq.load(std::memory_order_relaxed) != e.seq;
-    });
-    std::make_heap(timers.begin(), timers.end(), worker::later);
-    stale_timers.store(0, std::memory_order_relaxed);
-  }
+  drop_stale_timers();
+  timer_entries.store(timers.size(), std::memory_order_relaxed);
   next_deadline.store(
       timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
       std::memory_order_seq_cst);
   lock.unlock();
   w.push_fired(fired);
+}
+
+void runtime_impl::drop_stale_timers() {
+  // Entries of waits that ended early linger until their deadline. Sweeping
+  // only when firing let a far deadline (a server's idle timeout of minutes,
+  // re-armed at every read) grow the heap by every read until it came due.
+  const std::size_t stale = stale_timers.load(std::memory_order_relaxed);
+  if (stale <= 64 || stale * 2 <= timers.size()) return;
+  std::erase_if(timers, [](const timer_entry& e) {
+    return e.fiber->timer_seq.load(std::memory_order_relaxed) != e.seq;
+  });
+  std::make_heap(timers.begin(), timers.end(), worker::later);
+  stale_timers.fetch_sub(stale, std::memory_order_relaxed);  // keep counts added meanwhile
+  next_deadline.store(
+      timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
+      std::memory_order_seq_cst);
 }
 
 }  // namespace tessera::detail

@@ -629,6 +629,39 @@ TEST(Scheduler, TimedAndUntimedParksRaceUnparksAndTimers) {
   EXPECT_EQ(early.load(), 0) << "park_until reported a timeout before its deadline";
 }
 
+TEST(Scheduler, TimerHeapStaysBoundedWhenFarDeadlinesEndEarly) {
+  // A server re-arms an idle timeout of minutes at every read, and nearly every
+  // read ends early. Those entries must not pile up until their deadlines come
+  // due: the heap holds at most twice the live timers plus 64 (scheduler.h).
+  watchdog dog("timer heap bound", 60s);
+  Runtime rt({.workers = 2});
+  constexpr int kWaits = 100000;
+  std::size_t most = 0;
+  rt.run([&] {
+    std::atomic<waiter*> sleeper{nullptr};
+    std::atomic<int> round{0};
+    std::atomic<int> woken{0};
+    fiber waker([&] {
+      for (int i = 1; i <= kWaits; ++i) {
+        while (round.load(std::memory_order_acquire) != i) yield_now();
+        woken.store(i, std::memory_order_release);
+        unpark(sleeper.load());
+      }
+    });
+    sleeper = self();
+    for (int i = 1; i <= kWaits; ++i) {
+      const auto deadline = clock::now() + std::chrono::hours(1);
+      round.store(i, std::memory_order_release);
+      // A permit left from the last round makes one wait return at once.
+      while (woken.load(std::memory_order_acquire) != i) park_until(deadline);
+      ASSERT_LT(clock::now(), deadline);
+      if (i % 1000 == 0) most = std::max(most, rt.stats().timer_entries);
+    }
+    waker.join();
+  });
+  EXPECT_LE(most, 2u * 2u + 64u) << "stale timer entries piled up";
+}
+
 TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
   static std::atomic<int> destroyed{0};
   struct counted {

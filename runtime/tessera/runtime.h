@@ -158,6 +158,7 @@ class Runtime {
     std::uint64_t worker_sleeps = 0;   // times a worker went to sleep on its futex
     unsigned sleeping_workers = 0;     // workers asleep right now
     unsigned deep_sleeping_workers = 0;  // of those, asleep without watching runnext slots
+    std::size_t timer_entries = 0;  // timer heap entries, with those of waits that ended early
   };
   statistics stats() const noexcept;
 
