@@ -1,7 +1,7 @@
 // sched/fiber_park.cpp — the fiber path of the park façade and the context switch
 // it rests on (the park/unpark state machine of scheduler.h: the post-switch
 // CAS that closes the switch-out/unpark race lives in complete_switch).
-#include "internal.h"
+#include "pick.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -90,12 +90,7 @@ void worker::switch_to(fiber_record* next, post_action act) {
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
-  sched::overflow_info& ov = *overflow_slot_;
-  if (to_sched) {
-    ov = {};
-  } else {
-    ov = {next->stack.map, next->stack.bottom(), next->id, next->stack.usable()};
-  }
+  *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   sched::before_switch(from->san, next->san, act == post_action::finish);
   const sched::transfer_t t = sched::jump_fcontext(next->ctx, this);
   landed(t);  // on whichever worker resumed us: `this` may be stale now
@@ -110,26 +105,31 @@ void worker::complete_switch(sched::fcontext_t from) noexcept {
   sched::after_switch(current_->san, &p->san);
   p->ctx = from;
   const post_action act = post_;
+  if (act == post_action::none) return;
   post_ = post_action::none;
+  if (act != post_action::park && act != post_action::park_timed) {
+    complete_other(p, act);  // out of line: keeps the park path free of its frame
+    return;
+  }
+  // Our registers are saved only now: only now may anyone resume `p`.
+  const bool timed = act == post_action::park_timed;
+  std::int32_t expected = kEmpty;
+  if (!p->w.state.compare_exchange_strong(expected, timed ? kParkedTimed : kParked,
+                                          std::memory_order_acq_rel, std::memory_order_acquire)) {
+    // An unpark (or, timed, its timer) came in during the switch: run again
+    // soon. park() does not look at the word when it resumes, so consume
+    // the permit here; park_until() reads it to tell unpark from timer.
+    if (!timed) p->w.state.exchange(kEmpty, std::memory_order_acquire);
+    push_local(p);
+  }
+}
+
+void worker::complete_other(fiber_record* p, post_action act) noexcept {
   switch (act) {
     case post_action::none:
-      break;
     case post_action::park:
-    case post_action::park_timed: {
-      // Our registers are saved only now: only now may anyone resume `p`.
-      const bool timed = act == post_action::park_timed;
-      std::int32_t expected = kEmpty;
-      if (!p->w.state.compare_exchange_strong(expected, timed ? kParkedTimed : kParked,
-                                              std::memory_order_acq_rel,
-                                              std::memory_order_acquire)) {
-        // An unpark (or, timed, its timer) came in during the switch: run again
-        // soon. park() does not look at the word when it resumes, so consume
-        // the permit here; park_until() reads it to tell unpark from timer.
-        if (!timed) p->w.state.exchange(kEmpty, std::memory_order_acquire);
-        push_local(p);
-      }
-      break;
-    }
+    case post_action::park_timed:
+      break;  // complete_switch handles these
     case post_action::idle_runner:  // a runner out of jobs (tasks.cpp)
       if (runner_ == nullptr) {
         runner_ = p;

@@ -55,6 +55,7 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   // Process-wide, so that ids of different Runtimes' fibers never compare equal.
   static std::atomic<std::uint64_t> next_fiber_id{1};
   f->id = next_fiber_id.fetch_add(1, std::memory_order_relaxed);
+  f->overflow = {stack.map, stack.bottom(), f->id, stack.usable()};
   f->body = std::move(body);
   f->joinable.store(is_joinable, std::memory_order_relaxed);
   f->refs.store(is_joinable ? 2 : 1, std::memory_order_relaxed);

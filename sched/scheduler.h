@@ -123,6 +123,7 @@ struct fiber_record {
   waiter w;  // first: the fiber's identity for the park façade
   sched::fcontext_t ctx = nullptr;
   sched::stack_mem stack;
+  sched::overflow_info overflow;  // its guard page, for the overflow handler
   sched::sanitizer_context san;
   fiber_record* link = nullptr;  // intrusive queue link (inbox, global FIFO)
   runtime_impl* rt = nullptr;
@@ -177,7 +178,7 @@ class worker {
   void yield_current();
   [[noreturn]] void finish_current();
   void push_local(fiber_record* f);
-  void make_runnext(fiber_record* f);
+  void make_runnext(fiber_record* f);  // pick.h, with the two below
   fiber_record* take_runnext() noexcept;
   void push_fired(std::vector<fiber_record*>& fired);
   // --- jobs (tasks.cpp) ---
@@ -217,6 +218,12 @@ class worker {
   static void fiber_entry(sched::transfer_t t);
   static void landed(sched::transfer_t t) noexcept;
   void complete_switch(sched::fcontext_t from) noexcept;
+  // The out-of-line parts of pick_local() and make_runnext() (pick.h).
+  void tend_timers_and_io();
+  fiber_record* pick_beyond_runnext(std::uint32_t tick);
+  void make_runnext_contended(fiber_record* f);
+  /// The post-switch actions other than park: yield, finish, idle_runner.
+  [[gnu::noinline]] void complete_other(fiber_record* p, post_action act) noexcept;
   void thread_main();
   fiber_record* drain_inbox();
   void give_stack(sched::stack_mem s) noexcept;
@@ -258,7 +265,7 @@ class worker {
   // This thread's running-identity and stack-overflow slots (thread_locals of
   // other files), looked up once: switch_to() writes both at every switch.
   waiter** waiter_slot_ = nullptr;
-  sched::overflow_info* overflow_slot_ = nullptr;
+  const sched::overflow_info** overflow_slot_ = nullptr;
   std::vector<fiber_record*> fired_;
   std::vector<sched::stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;
@@ -294,7 +301,10 @@ class runtime_impl {
   void init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body, bool joinable,
                   worker* home, bool counted = true);
   /// Makes a woken fiber runnable (see the header comment for where it goes).
-  void schedule_woken(fiber_record* f) noexcept;
+  void schedule_woken(fiber_record* f) noexcept;  // pick.h
+  /// schedule_woken() from anywhere but a fiber of this Runtime (`cur` is the
+  /// calling thread's worker, if any): the local deque, or the fiber's inbox.
+  void schedule_woken_elsewhere(fiber_record* f, worker* cur) noexcept;
   /// After a push that other workers could take: wake a sleeper if none spins.
   void notify_work() noexcept;
   /// Wakes one sleeping worker, if any.

@@ -123,7 +123,7 @@ std::size_t stack_pool::mapped() const noexcept {
 // ---- overflow reporting --------------------------------------------------------
 namespace {
 
-constinit thread_local overflow_info tls_overflow{};
+constinit thread_local const overflow_info* tls_overflow = nullptr;
 struct sigaction previous_segv {};
 struct sigaction previous_bus {};
 
@@ -144,7 +144,8 @@ void write_num(std::uint64_t v) noexcept {
 }
 
 void on_fault(int sig, siginfo_t* info, void* uctx) {
-  const overflow_info& o = tls_overflow;
+  static constexpr overflow_info none{};
+  const overflow_info& o = tls_overflow != nullptr ? *tls_overflow : none;
   const auto* addr = static_cast<const char*>(info->si_addr);
   // A fault in the guard region (or just below it: a frame may skip a little
   // past its low end).
@@ -173,7 +174,7 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
 
 }  // namespace
 
-overflow_info& current_overflow_info() noexcept {
+const overflow_info*& current_overflow_info() noexcept {
   return tls_overflow;
 }
 

@@ -77,9 +77,10 @@ struct overflow_info {
 /// handler that was installed before ours (or the default action).
 void install_overflow_handler();
 
-/// Per-thread: the running fiber's guard page (set by the worker on each switch;
-/// null fields mean "not on a fiber").
-overflow_info& current_overflow_info() noexcept;
+/// Per-thread: the running fiber's guard page, as a pointer to the fiber's own
+/// record of it (set by the worker at each switch: one store; null or null
+/// fields mean "not on a fiber").
+const overflow_info*& current_overflow_info() noexcept;
 
 /// Gives the calling thread an alternate signal stack for the overflow handler
 /// (a fiber that overflowed has no stack left to run a handler on).

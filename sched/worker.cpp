@@ -1,15 +1,13 @@
 // sched/worker.cpp — the worker loop and stealing: pick order, runnext, the
 // inbox, the deques, stale-runnext steals, and where a woken fiber goes.
-#include "internal.h"
+#include "pick.h"
 
 #include <optional>
 #include <thread>
 
 namespace tessera::detail {
 
-namespace {
 constinit thread_local worker* tls_worker = nullptr;
-}  // namespace
 
 void set_current_worker(worker* w) noexcept {
   tls_worker = w;
@@ -83,9 +81,7 @@ fiber_record* worker::drain_inbox() {
   return first;
 }
 
-fiber_record* worker::pick_local() {
-  const std::uint32_t tick = tick_.load(std::memory_order_relaxed) + 1;
-  tick_.store(tick, std::memory_order_relaxed);  // thieves read it: see steal_stale_runnext()
+void worker::tend_timers_and_io() {
   if (rt.next_deadline.load(std::memory_order_relaxed) != runtime_impl::kNoDeadline) {
     const std::uint64_t t = cpu_ticks();
     if (t - timers_checked_at_ >= kTimerCheckTicks) {
@@ -104,6 +100,9 @@ fiber_record* worker::pick_local() {
       }
     }
   }
+}
+
+fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
   if (tick % kOlderWorkPickInterval == 0) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
@@ -127,18 +126,6 @@ fiber_record* worker::pick_local() {
     return acquire_runner();  // no fiber waits: run queued jobs (tasks.cpp)
   }
   return nullptr;
-}
-
-fiber_record* worker::take_runnext() noexcept {
-  // A plain load first: an empty slot (only we fill it) costs no RMW; so does
-  // a full one on a lone worker, which has no thieves.
-  fiber_record* f = runnext_.load(std::memory_order_relaxed);
-  if (f == nullptr) return nullptr;
-  if (steal_order_.empty()) {
-    runnext_.store(nullptr, std::memory_order_relaxed);
-    return f;
-  }
-  return runnext_.exchange(nullptr, std::memory_order_acquire);  // a thief may beat us to it
 }
 
 fiber_record* worker::steal() {
@@ -196,9 +183,8 @@ void worker::push_local(fiber_record* f) {
   rt.notify_work();
 }
 
-void worker::make_runnext(fiber_record* f) {
-  // Only this worker fills the slot, so an empty slot stays empty until we
-  // store: no RMW. A full one may be emptied by a thief at any moment.
+void worker::make_runnext_contended(fiber_record* f) {
+  // A full slot may be emptied by a thief at any moment.
   if (runnext_.load(std::memory_order_relaxed) == nullptr) {
     runnext_.store(f, std::memory_order_release);
   } else if (fiber_record* old = runnext_.exchange(f, std::memory_order_acq_rel)) {
@@ -216,14 +202,9 @@ void worker::push_inbox(fiber_record* f) {
   if (!wake_if_sleeping()) rt.notify_work();
 }
 
-void runtime_impl::schedule_woken(fiber_record* f) noexcept {
-  worker* cur = tls_worker;  // no switch in here: a direct read is fresh
-  if (cur != nullptr && &cur->rt == this) {
-    if (cur->on_fiber()) {
-      cur->make_runnext(f);  // LIFO slot: runs when the waker parks
-    } else {
-      cur->push_local(f);
-    }
+void runtime_impl::schedule_woken_elsewhere(fiber_record* f, worker* cur) noexcept {
+  if (cur != nullptr && &cur->rt == this) {  // our scheduler context, not a fiber
+    cur->push_local(f);
     return;
   }
   // A remote waker is not a fiber of this Runtime, so nothing stops the woken

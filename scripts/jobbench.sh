@@ -63,6 +63,10 @@ if ("jump-rt", 1) in val and ("pingpong-rt", 1) in val:
     print(f"\n  park/unpark round trip {val[('pingpong-rt',1)]['tessera']:.1f} ns = "
           f"{val[('pingpong-rt',1)]['tessera'] / val[('jump-rt',1)]['boost']:.2f}x the two-jump floor "
           f"({val[('jump-rt',1)]['boost']:.1f} ns)")
+if ("jump-call-rt", 1) in val:
+    print(f"  the same two jumps, each made from a returning call: "
+          f"{val[('jump-call-rt',1)]['boost']:.1f} ns = "
+          f"{val[('jump-call-rt',1)]['boost'] / val[('jump-rt',1)]['boost']:.2f}x the floor")
 PY
 
 gnuplot <<'GP'
