@@ -79,7 +79,9 @@
 //             their futex wait to the earliest deadline. An expired entry
 //             whose sequence still matches CASes -2 → 2 and makes the fiber
 //             runnable; park_until() then reports a timeout (unless woken
-//             early by a stale entry: a spurious wake-up, allowed).
+//             early by a stale entry: a spurious wake-up, allowed). Entries
+//             of waits that ended early are swept when they are most of the
+//             heap, at an insertion or a firing (drop_stale_timers).
 #pragma once
 
 #include <array>
