@@ -327,6 +327,9 @@ class runtime_impl {
   /// heap (timer_mu held): amortized O(1) per entry, and the heap stays within
   /// twice the live timers plus 64 however far off the deadlines are.
   void drop_stale_timers();
+  /// Stores the heap's earliest deadline and size where lock-free readers
+  /// look (next_deadline, timer_entries); timer_mu held.
+  void publish_timers() noexcept;
   static constexpr std::int64_t kNoDeadline = INT64_MAX;
   std::mutex timer_mu;
   std::vector<timer_entry> timers;  // min-heap on deadline, guarded by timer_mu

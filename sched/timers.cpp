@@ -58,10 +58,7 @@ void runtime_impl::fire_timers(worker& w) {
     }
   }
   drop_stale_timers();
-  timer_entries.store(timers.size(), std::memory_order_relaxed);
-  next_deadline.store(
-      timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
-      std::memory_order_seq_cst);
+  publish_timers();
   lock.unlock();
   w.push_fired(fired);
 }
@@ -77,6 +74,11 @@ void runtime_impl::drop_stale_timers() {
   });
   std::make_heap(timers.begin(), timers.end(), worker::later);
   stale_timers.fetch_sub(stale, std::memory_order_relaxed);  // keep counts added meanwhile
+  publish_timers();
+}
+
+void runtime_impl::publish_timers() noexcept {
+  timer_entries.store(timers.size(), std::memory_order_relaxed);
   next_deadline.store(
       timers.empty() ? kNoDeadline : timers.front().deadline.time_since_epoch().count(),
       std::memory_order_seq_cst);
