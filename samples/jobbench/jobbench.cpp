@@ -65,14 +65,27 @@ using jobbench::thread_pool;
 // every scheduler's switch is (park() is a call): the jump leaves the return
 // predictor one entry off, so the first return after it mispredicts.
 [[gnu::noinline]] boost::context::detail::transfer_t jump_from_call(
-    boost::context::detail::fcontext_t to) {
-  const auto t = boost::context::detail::jump_fcontext(to, nullptr);
+    boost::context::detail::fcontext_t to, void* data) {
+  const auto t = boost::context::detail::jump_fcontext(to, data);
   asm volatile("" ::: "memory");  // no tail call: return after the jump
   return t;
 }
 
 double ns_since(steady::time_point t0) {
   return std::chrono::duration<double, std::nano>(steady::now() - t0).count();
+}
+
+// Nanoseconds per round trip of two contexts handing control back and forth
+// with `Jump` (jump_fcontext itself, or jump_from_call), on `stack`.
+template <auto Jump>
+double jump_round_trip_ns(char* stack, std::size_t size, int rounds) {
+  namespace ctx = boost::context::detail;
+  ctx::fcontext_t other = ctx::make_fcontext(stack + size, size, [](ctx::transfer_t t) {
+    for (;;) t = Jump(t.fctx, nullptr);
+  });
+  const auto t0 = steady::now();
+  for (int i = 0; i < rounds; ++i) other = Jump(other, nullptr).fctx;
+  return ns_since(t0) / rounds;
 }
 
 double median(std::vector<double> v) {
@@ -357,22 +370,10 @@ int main(int argc, char** argv) {
     constexpr int kRounds = 2'000'000;
     static char stack[64 * 1024];
     record("jump-rt", 1, "boost", median_of(reps, [&] {
-             ctx::fcontext_t other = ctx::make_fcontext(stack + sizeof stack, sizeof stack,
-                                                        [](ctx::transfer_t t) {
-                                                          for (;;) t = ctx::jump_fcontext(t.fctx, nullptr);
-                                                        });
-             const auto t0 = steady::now();
-             for (int i = 0; i < kRounds; ++i) other = ctx::jump_fcontext(other, nullptr).fctx;
-             return ns_since(t0) / kRounds;
+             return jump_round_trip_ns<&ctx::jump_fcontext>(stack, sizeof stack, kRounds);
            }), "ns");
     record("jump-call-rt", 1, "boost", median_of(reps, [&] {
-             ctx::fcontext_t other = ctx::make_fcontext(stack + sizeof stack, sizeof stack,
-                                                        [](ctx::transfer_t t) {
-                                                          for (;;) t = jump_from_call(t.fctx);
-                                                        });
-             const auto t0 = steady::now();
-             for (int i = 0; i < kRounds; ++i) other = jump_from_call(other).fctx;
-             return ns_since(t0) / kRounds;
+             return jump_round_trip_ns<&jump_from_call>(stack, sizeof stack, kRounds);
            }), "ns");
     tessera::Runtime rt1({.workers = 1});
     record("pingpong-rt", 1, "tessera",
