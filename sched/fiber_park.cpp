@@ -92,7 +92,7 @@ void worker::switch_to(fiber_record* next, post_action act) {
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   sched::before_switch(from->san, next->san, act == post_action::finish);
-  const sched::transfer_t t = sched::jump_fcontext(next->ctx, this);
+  const sched::transfer_t t = sched::jump(next->ctx, this);
   landed(t);  // on whichever worker resumed us: `this` may be stale now
 }
 
