@@ -6,7 +6,9 @@
 # - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
 #   percentiles at a fixed rate from samples/loadgen's open loop;
 # - TCP echo round trips/s, 64 B and 4 KiB, 1 and 100 connections, against
-#   Go's (samples/peers/echo.go) and the thread-per-connection baseline's;
+#   Go's (samples/peers/echo.go) and the thread-per-connection baseline's,
+#   and the ceiling: one spinning thread on one epoll, no runtime
+#   (thread_server --mode epoll-echo; it runs alone, as it spins);
 # - server RSS per idle connection with 10,000 of them open.
 # out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
 #   scripts/netbench.sh [--seconds S]      (default 10 s per point)
@@ -131,23 +133,29 @@ echo
 declare -A echo_rt
 for size in 64 4096; do
   for conns in 1 100; do
-    for server in tessera:17080 go:17081 threads:17084; do
+    for server in tessera:17080 go:17081 threads:17084 ceiling:17085; do
       name="${server%%:*}"; port="${server##*:}"
       echo "netbench: echo $name, $size B, $conns connections ..."
+      if [[ $name == ceiling ]]; then
+        start ceiling 17085 build/release/samples/thread_server --mode epoll-echo --port 17085
+      fi
       line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
+      if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
       r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
       echo_rt["$name,$size,$conns"]="$r"
       echo "echo-$name,$size B x $conns,$r" >> out/netbench.csv
     done
   done
 done
-printf "\n%-22s %12s %12s %12s %12s %16s\n" "echo (round trips/s)" tessera go threads tessera/go \
-  tessera/threads
+printf "\n%-16s %9s %9s %9s %9s %11s %11s %11s %13s\n" "echo (rt/s)" tessera go threads \
+  ceiling tessera/go ceiling/go tessera/ceil tessera/threads
 for size in 64 4096; do
   for conns in 1 100; do
-    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"; h="${echo_rt[threads,$size,$conns]}"
-    awk -v k="$size B x $conns" -v t="$t" -v g="$g" -v h="$h" \
-      'BEGIN { printf "%-22s %12s %12s %12s %11.2fx %15.2fx\n", k, t, g, h, t / g, t / h }'
+    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"
+    h="${echo_rt[threads,$size,$conns]}"; c="${echo_rt[ceiling,$size,$conns]}"
+    awk -v k="$size B x $conns" -v t="$t" -v g="$g" -v h="$h" -v c="$c" \
+      'BEGIN { printf "%-16s %9s %9s %9s %9s %10.2fx %10.2fx %10.2fx %12.2fx\n", k, t, g, h, c,
+               t / g, c / g, t / c, t / h }'
   done
 done
 
@@ -169,11 +177,11 @@ done
 # The plot: requests/s and echo round trips/s per server, same run.
 {
   for conns in 100 1000; do
-    echo "\"HTTP $conns conns\" ${rps[tessera,$conns]} ${rps[go,$conns]} ${rps[nginx,$conns]} ${rps[threads,$conns]}"
+    echo "\"HTTP $conns conns\" ${rps[tessera,$conns]} ${rps[go,$conns]} ${rps[nginx,$conns]} ${rps[threads,$conns]} NaN"
   done
   for size in 64 4096; do
     for conns in 1 100; do
-      echo "\"echo ${size} B x $conns\" ${echo_rt[tessera,$size,$conns]} ${echo_rt[go,$size,$conns]} NaN ${echo_rt[threads,$size,$conns]}"
+      echo "\"echo ${size} B x $conns\" ${echo_rt[tessera,$size,$conns]} ${echo_rt[go,$size,$conns]} NaN ${echo_rt[threads,$size,$conns]} ${echo_rt[ceiling,$size,$conns]}"
     done
   done
 } > "$work/plot.dat"
@@ -192,6 +200,7 @@ set format y "%.0s%c"
 plot '$work/plot.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
      '' using 3 title 'Go net' lc rgb "#1f77b4", \
      '' using 4 title 'nginx' lc rgb "#2ca02c", \
-     '' using 5 title 'std::thread per connection' lc rgb "#7f7f7f"
+     '' using 5 title 'std::thread per connection' lc rgb "#7f7f7f", \
+     '' using 6 title 'ceiling: one spinning epoll thread, no runtime' lc rgb "#bcbd22"
 GP
 echo "CSV: out/netbench.csv  plot: out/netbench.png"

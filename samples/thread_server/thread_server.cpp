@@ -1,21 +1,32 @@
-// thread_server — the baseline people start from: a std::thread per
-// connection on blocking sockets, no runtime. The same HTTP answers as
-// samples/http_server (parsed with http-parser) or a TCP echo, for
-// scripts/netbench.sh to measure beside Tessera, nginx and Go.
+// thread_server — servers written without a runtime, for scripts/netbench.sh
+// to measure beside Tessera, nginx and Go:
+//   http, echo   the baseline people start from: a std::thread per connection
+//                on blocking sockets; the same HTTP answers as
+//                samples/http_server (parsed with http-parser), or a TCP echo.
+//   epoll-echo   the ceiling of the readiness model: one thread, one
+//                edge-triggered epoll, a recv until EAGAIN and a send per
+//                message, nothing else. What any runtime built on epoll adds
+//                shows as the distance to it. Its sends block (the sockets
+//                stay blocking, reads use MSG_DONTWAIT): fine for a client
+//                that reads its echoes, not a server for anyone else.
 //
-//   thread_server --mode http|echo --port P
+//   thread_server --mode http|echo|epoll-echo --port P
 //
 // Prints "listening on 127.0.0.1:PORT" once it accepts. Runs until killed.
 #include <arpa/inet.h>
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -84,13 +95,53 @@ void serve_http(int fd) {
   }
 }
 
+// Runs until killed. Connections are closed on EOF or error; a closed
+// descriptor leaves the epoll set by itself.
+void serve_epoll_echo(int lfd) {
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = lfd;
+  if (ep < 0 || ::epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) != 0) {
+    std::perror("thread_server: epoll");
+    std::exit(1);
+  }
+  const int one = 1;
+  epoll_event events[256];
+  char buf[65536];
+  for (;;) {
+    const int n = ::epoll_wait(ep, events, 256, 0);  // spins: never pays a wake-up
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == lfd) {
+        for (int c; (c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          epoll_event cev{};
+          cev.events = EPOLLIN | EPOLLET;
+          cev.data.fd = c;
+          if (::epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev) != 0) ::close(c);
+        }
+        continue;
+      }
+      for (;;) {
+        const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r > 0 && write_all(fd, buf, static_cast<std::size_t>(r))) continue;
+        if (r != 0 && errno == EAGAIN) break;
+        ::close(fd);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"thread_server: a std::thread per connection, blocking sockets (a baseline)"};
   std::string mode = "http";
   unsigned short port = 8084;
-  app.add_option("--mode", mode, "http or echo")->check(CLI::IsMember({"http", "echo"}));
+  app.add_option("--mode", mode, "http, echo, or epoll-echo (one thread, one epoll)")
+      ->check(CLI::IsMember({"http", "echo", "epoll-echo"}));
   app.add_option("-p,--port", port, "Port on 127.0.0.1 (0: any free one)");
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
@@ -110,6 +161,10 @@ int main(int argc, char** argv) {
   ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
   std::printf("listening on 127.0.0.1:%u\n", ntohs(addr.sin_port));
   std::fflush(stdout);
+  if (mode == "epoll-echo") {
+    ::fcntl(lfd, F_SETFL, O_NONBLOCK);
+    serve_epoll_echo(lfd);
+  }
   for (;;) {
     const int fd = ::accept(lfd, nullptr, nullptr);
     if (fd < 0) continue;
