@@ -60,9 +60,10 @@ def fiberbench(path):
         try:
             tv, bv = float(t), float(b)
             better = tv / bv if unit.startswith("iter") else bv / tv
-            adv = f"{better:.2f}×"
+            adv = f"{better:.2f}×" if tv > 0 and bv > 0 else "–"
         except ValueError:
             adv = "–"
+        b = b if adv != "–" or b not in ("0", "") else "–"  # no Boost figure for this row
         print(f"| {r['benchmark']} | {unit} | {t} | {b} | {adv} |")
 
 
