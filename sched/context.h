@@ -55,7 +55,7 @@ inline transfer_t jump(fcontext_t to, void* data) noexcept {
   asm volatile(
       "leaq 1f(%%rip), %%rax\n\t"
       "pushq %%rax\n\t"
-      "jmp jump_fcontext@PLT\n"
+      "jmp *jump_fcontext@GOTPCREL(%%rip)\n"
       "1:"
       : "=a"(t.fctx), "=d"(t.data), "+D"(to), "+S"(data)
       :
