@@ -19,7 +19,9 @@
 // set() synchronize-with the wait that they release (release/acquire).
 // wait_for takes any std::chrono duration and never times out early; a timed-out
 // auto_reset_event waiter withdraws without losing a signal (if a signal chose it
-// as it timed out, it takes the signal and returns true). Spurious wake-ups: none.
+// as it timed out, it takes that signal and returns true, a little late, unless
+// a caller arriving meanwhile took it: then it returns false). Spurious
+// wake-ups: none.
 #pragma once
 
 #include <atomic>
@@ -68,16 +70,26 @@ class auto_reset_event {
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
     if (status_.fetch_sub(1, std::memory_order_acquire) >= 1) return true;
     if (gate_.try_acquire_for(d)) return true;
-    // Timed out: withdraw our -1, unless a signal already counted us in.
-    int s = status_.load(std::memory_order_relaxed);
-    while (s < 0) {
-      if (status_.compare_exchange_weak(s, s + 1, std::memory_order_relaxed)) return false;
-    }
-    gate_.acquire();  // a signal chose us as we timed out: its permit is on the way
-    return true;
+    return withdraw_or_take();
   }
 
  private:
+  // After a timed-out gate wait: withdraw our -1 while it is still counted.
+  // If a signal counted us in instead, its permit is in the gate or on its
+  // way, but a caller arriving meanwhile may take it; that caller's -1 then
+  // stands for us in `status_`, and the next look withdraws it. So never an
+  // untimed wait here: it could outlive every signal. The 100 µs gate waits
+  // return at once when the permit comes (tests/model/auto_reset_event.pml).
+  bool withdraw_or_take() {
+    for (;;) {
+      int s = status_.load(std::memory_order_relaxed);
+      while (s < 0) {
+        if (status_.compare_exchange_weak(s, s + 1, std::memory_order_relaxed)) return false;
+      }
+      if (gate_.try_acquire_for(std::chrono::microseconds(100))) return true;
+    }
+  }
+
   std::atomic<int> status_;
   counting_semaphore<> gate_{0};
 };

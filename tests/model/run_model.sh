@@ -20,6 +20,8 @@
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
 #                                                 # (wait, readiness, close, timeouts, short
 #                                                 # reads); 6 configurations, 4 mutations (~10 s; ctest)
+#   tests/model/run_model.sh auto_reset_event     # auto_reset_event.pml: the box office and timed
+#                                                 # withdrawal; 2 configurations, 1 mutation (~5 s; ctest)
 #   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
 #                                                 # park_until, unparks, its timer, the switch-out
 #                                                 # race); 4 configurations, 4 mutations (~10 s; ctest)
@@ -173,6 +175,14 @@ if [ "$model" = "fiber_park" ]; then
   run "mutation: the timer ignores a fiber still switching out" fail -DTIMER_ONLY \
       -DTIMER_SKIPS_SWITCHING
   echo "fiber_park model: resumed only when saved and once, no lost wake-up, timers wake"
+  exit 0
+fi
+if [ "$model" = "auto_reset_event" ]; then
+  run "2 timed waiters x 2 calls, 1 signaller x 2" pass -DNW=2 -DR=2
+  run "3 timed waiters x 2 calls, 2 signallers x 2 (4e5 states)" pass -DNS=2 -DNW=3 -DR=2
+  run "mutation: an untimed gate wait after finding itself counted in" fail -DNW=2 -DR=2 \
+      -DUNTIMED_FALLBACK
+  echo "auto_reset_event model: no hang, one wait per signal, nothing left in the gate"
   exit 0
 fi
 if [ "$model" = "barging_semaphore" ]; then
