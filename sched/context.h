@@ -42,8 +42,8 @@ using boost::context::detail::transfer_t;
 /// jump_fcontext leaves by an indirect jump to the resumed context's return
 /// address, never by `ret`. Entered by `call`, it would leave one return-stack
 /// predictor entry that nothing pops, and the first `ret` after every switch
-/// would mispredict (about 6 ns here: 24 ns against 11 ns for a round trip of
-/// two jumps). On x86-64 we therefore push the return address ourselves and
+/// would mispredict (docs/benchmarks.md, jobbench: `jump-call-rt` against
+/// `jump-rt`). On x86-64 we therefore push the return address ourselves and
 /// `jmp`: the predictor sees neither a call nor a return, and a fiber resumed
 /// where another parked from the same code returns along predicted paths.
 /// Only the SysV calling convention is assumed (arguments in rdi/rsi, result
