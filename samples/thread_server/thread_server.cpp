@@ -3,8 +3,8 @@
 //   http, echo   the baseline people start from: a std::thread per connection
 //                on blocking sockets; the same HTTP answers as
 //                samples/http_server (parsed with http-parser), or a TCP echo.
-//   epoll-echo   the ceiling of the readiness model: one thread, one
-//                edge-triggered epoll, a recv until EAGAIN and a send per
+//   epoll-echo   the ceiling of the readiness model: one thread spinning on
+//                one edge-triggered epoll, a recv until EAGAIN and a send per
 //                message, nothing else. What any runtime built on epoll adds
 //                shows as the distance to it. Its sends block (the sockets
 //                stay blocking, reads use MSG_DONTWAIT): fine for a client
@@ -137,7 +137,8 @@ void serve_epoll_echo(int lfd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"thread_server: a std::thread per connection, blocking sockets (a baseline)"};
+  CLI::App app{"thread_server: servers without a runtime: a std::thread per connection on "
+               "blocking sockets (a baseline), or one thread spinning on one epoll (a ceiling)"};
   std::string mode = "http";
   unsigned short port = 8084;
   app.add_option("--mode", mode, "http, echo, or epoll-echo (one thread, one epoll)")
