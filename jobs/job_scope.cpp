@@ -32,12 +32,12 @@ runtime_impl* runtime_for(const char* who) {
   if (rt == nullptr) {
     throw std::logic_error(std::string(who) +
                            ": called on a thread that is not a worker of a running "
-                           "tessera::Runtime; pass the Runtime explicitly");
+                           "tessera::runtime; pass the runtime explicitly");
   }
   return rt;
 }
 
-void job_scope::job::execute(task_node* n) noexcept {
+void job_scope::job::execute(job_node* n) noexcept {
   auto* j = static_cast<job*>(n);
   job_scope* s = j->scope;
   if (!s->cancelled()) {
@@ -80,7 +80,7 @@ bool job_scope::wait() {
   // and with them the cache lines they touch (parallel_for over 4 MB on two
   // workers took twice oneTBB's time so, whose waiting thread stays put).
   for (unsigned idle = 0; pending_.count() != 0;) {
-    if (run_one_task(rt_)) {
+    if (run_one_job(rt_)) {
       idle = 0;
       continue;
     }

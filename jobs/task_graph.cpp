@@ -94,7 +94,7 @@ void task_graph::start(detail::runtime_impl* rt) {
       check_acyclic();
       checked_ = true;
     }
-    if (!scope_ || scope_->runtime() != rt) scope_ = std::make_unique<detail::job_scope>(rt);
+    if (!scope_ || scope_->rt() != rt) scope_ = std::make_unique<detail::job_scope>(rt);
     for (auto& d : nodes_) d.waiting_for.store(d.predecessors, std::memory_order_relaxed);
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i].predecessors == 0) {
@@ -137,13 +137,13 @@ void task_graph::run_node(std::size_t i) noexcept {
   }
 }
 
-void task_graph::run_async(Runtime& rt) {
+void task_graph::run_async(runtime& rt) {
   start(detail::impl_of(rt));
 }
 void task_graph::run_async() {
   start(detail::runtime_for("tessera::task_graph::run"));
 }
-void task_graph::run(Runtime& rt) {
+void task_graph::run(runtime& rt) {
   run_async(rt);
   wait();
 }

@@ -7,10 +7,12 @@
 #include <thread>
 
 #include "scheduler.h"
-#include "tessera/detail/tasks.h"
+#include "tessera/detail/job_queue.h"
 
 namespace tessera {
 namespace detail {
+using namespace tessera::sched;  // the engine this file is the public face of
+
 /// The fiber running on the calling thread, or null on a plain thread.
 fiber_record* current_fiber() noexcept {
   waiter* w = self();
@@ -27,12 +29,12 @@ struct thread_fls {
 
 }  // namespace
 
-fiber_record* start_fiber(fiber_task body, bool joinable) {
+fiber_record* start_fiber(unique_function body, bool joinable) {
   worker* w = current_worker();
   if (w == nullptr) {
     throw std::logic_error(
-        "tessera::fiber: fibers can only be started from a fiber of a running tessera::Runtime "
-        "(inside Runtime::run)");
+        "tessera::fiber: fibers can only be started from a fiber of a running tessera::runtime "
+        "(inside runtime::run)");
   }
   return w->rt.spawn(*w, std::move(body), joinable);
 }
@@ -59,7 +61,7 @@ void detach_fiber(fiber_record* f) noexcept {
   release_record(f);
 }
 
-runtime_impl* impl_of(Runtime& rt) noexcept {
+runtime_impl* impl_of(runtime& rt) noexcept {
   return rt.impl_.get();
 }
 
@@ -94,40 +96,40 @@ void*& fls_slot(std::uint64_t key, void (*destroy)(void*) noexcept) {
 
 }  // namespace detail
 
-// ---- Runtime ----------------------------------------------------------------------
-Runtime::Runtime(options opts) : impl_(std::make_unique<detail::runtime_impl>(opts)) {}
-Runtime::~Runtime() {
+// ---- runtime ----------------------------------------------------------------------
+runtime::runtime(options opts) : impl_(std::make_unique<detail::runtime_impl>(opts)) {}
+runtime::~runtime() {
   if (impl_->started.load(std::memory_order_acquire)) impl_->stop();
 }
 
-void Runtime::start() {
+void runtime::start() {
   impl_->start();
 }
-void Runtime::stop() {
+void runtime::stop() {
   impl_->stop();
 }
-bool Runtime::running() const noexcept {
+bool runtime::running() const noexcept {
   return impl_->running.load(std::memory_order_acquire);
 }
-detail::fiber_record* Runtime::spawn_record(detail::fiber_task body) {
-  return impl_->spawn_from_anywhere(std::move(body), true);
+detail::fiber_record* runtime::spawn_record(detail::unique_function body, bool joinable) {
+  return impl_->spawn_from_anywhere(std::move(body), joinable);
 }
 
-void Runtime::run_root(detail::fiber_task root) {
+void runtime::run_root(detail::unique_function root) {
   impl_->run_root(std::move(root));
 }
-unsigned Runtime::workers() const noexcept {
+unsigned runtime::workers() const noexcept {
   return impl_->opts.workers;
 }
-const Runtime::options& Runtime::config() const noexcept {
+const runtime::options& runtime::config() const noexcept {
   return impl_->opts;
 }
-std::string Runtime::describe() const {
+std::string runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
          "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";
 }
 
-Runtime::statistics Runtime::stats() const noexcept {
+runtime::statistics runtime::stats() const noexcept {
   statistics s;
   s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
   s.steals = impl_->steals.load(std::memory_order_relaxed);

@@ -5,7 +5,7 @@
 #include <vector>
 
 int main() {
-  tessera::Runtime rt({.workers = 2});          // one worker per core by default
+  tessera::runtime rt({.workers = 2});          // one worker per core by default
   long total = rt.run([] {                      // the root fiber; run() returns its value
     tessera::mutex m;                           // works for fibers and threads alike
     long sum = 0;

@@ -60,7 +60,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  tessera::Runtime rt({.workers = workers});
+  tessera::runtime rt({.workers = workers});
   auto listener = std::make_shared<tessera::net::tcp_listener>(
       tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));
   std::printf("listening on %s\n", listener->local_endpoint().to_string().c_str());

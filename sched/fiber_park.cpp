@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-namespace tessera::detail {
+namespace tessera::sched {
 namespace {
 
 // ---- the fiber path of the park façade ---------------------------------------
@@ -52,7 +52,7 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
 void fiber_unpark(waiter& w) noexcept {
   // acq_rel: release publishes the permit; acquire sees the record as the
   // parking side left it (its CAS to kParked is acq_rel). A fiber parked in
-  // park() is handed over with no permit (kEmpty: the hand-off is the wake-up,
+  // park() is handed off with no permit (kEmpty: the hand-off is the wake-up,
   // so it resumes without a locked RMW of its own); one in park_until() gets
   // the permit, which tells it the wake-up was not its timer.
   std::int32_t v = w.state.load(std::memory_order_relaxed);
@@ -91,18 +91,18 @@ void worker::switch_to(fiber_record* next, post_action act) {
   const bool to_sched = next == &sched_rec_;
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
-  sched::before_switch(from->san, next->san, act == post_action::finish);
-  const sched::transfer_t t = sched::jump(next->ctx, this);
+  before_switch(from->san, next->san, act == post_action::finish);
+  const transfer_t t = jump(next->ctx, this);
   landed(t);  // on whichever worker resumed us: `this` may be stale now
 }
 
-void worker::landed(sched::transfer_t t) noexcept {
+void worker::landed(transfer_t t) noexcept {
   static_cast<worker*>(t.data)->complete_switch(t.fctx);
 }
 
-void worker::complete_switch(sched::fcontext_t from) noexcept {
+void worker::complete_switch(fcontext_t from) noexcept {
   fiber_record* p = prev_;
-  sched::after_switch(current_->san, &p->san);
+  after_switch(current_->san, &p->san);
   p->ctx = from;
   const post_action act = post_;
   if (act == post_action::none) return;
@@ -130,13 +130,13 @@ void worker::complete_other(fiber_record* p, post_action act) noexcept {
     case post_action::park:
     case post_action::park_timed:
       break;  // complete_switch handles these
-    case post_action::idle_runner:  // a runner out of jobs (tasks.cpp)
+    case post_action::idle_runner:  // a runner out of jobs (job_queue.cpp)
       if (runner_ == nullptr) {
         runner_ = p;
       } else {
         spare_runners_.push_back(p);
       }
-      rt.fiber_finished();  // no longer active (tasks.cpp: what keeps run() waiting)
+      rt.fiber_finished();  // no longer active (job_queue.cpp: what keeps run() waiting)
       break;
     case post_action::yield:
       rt.global.push(p);
@@ -157,7 +157,7 @@ void worker::complete_other(fiber_record* p, post_action act) noexcept {
   }
 }
 
-void worker::fiber_entry(sched::transfer_t t) {
+void worker::fiber_entry(transfer_t t) {
   landed(t);
   fiber_record* self = static_cast<worker*>(t.data)->current_;
   try {
@@ -206,4 +206,4 @@ void worker::report_escaped(fiber_record* f) {
   std::terminate();
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

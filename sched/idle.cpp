@@ -4,7 +4,7 @@
 
 #include "tessera/detail/futex.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 fiber_record* worker::idle() {
   // Other workers' runnext slots are looked at every 32nd spin (every few µs:
@@ -14,7 +14,7 @@ fiber_record* worker::idle() {
   fiber_record* f = nullptr;
   bool spin = true;
   while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
-    // Once the Runtime does I/O, the spin phase polls the poller instead
+    // Once the runtime does I/O, the spin phase polls the poller instead
     // (non-blocking epoll_wait, no PAUSE loop): a PAUSE spin held a
     // one-connection echo at a seventh of the rate, and p99 at a fixed
     // request rate five times higher, on this VM; going straight to sleep
@@ -94,7 +94,8 @@ fiber_record* worker::idle() {
         if (sleep_word_.load(std::memory_order_seq_cst) == 1) rt.io.poll(ms);
         rt.io.polling.store(false, std::memory_order_release);
       } else {
-        futex_wait(&sleep_word_, std::uint32_t{1}, timed ? &deadline : nullptr);
+        futex_wait(&sleep_word_, std::uint32_t{1},
+                   timed ? detail::deadline(deadline) : detail::deadline());
       }
       if (!poll) {
         rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -153,4 +154,4 @@ void runtime_impl::wake_deep_sleeper() noexcept {
   }
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -10,7 +10,7 @@
 
 #include "scheduler.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 using steady = std::chrono::steady_clock;
 
@@ -27,8 +27,7 @@ constexpr std::uint32_t kOlderWorkPickInterval = 64;
 constexpr std::uint32_t kRunnextLimit = 16;  // runnext picks in a row
 // Pending timers are checked against the clock at most once per this many CPU
 // timestamp ticks (about 1-4 µs at 1-4 GHz), not at every pick: reading the
-// steady clock took a fifth of a switch-heavy fiber workload (32 fibers, one
-// sleeping timer pending) on a VM.
+// steady clock at every pick is a measurable share of a switch (docs/benchmarks.md).
 constexpr std::uint64_t kTimerCheckTicks = 4096;
 // Busy workers poll for I/O readiness without blocking at most once per this
 // many CPU timestamp ticks (some 40-60 µs at 2-3 GHz): a system call, so much
@@ -37,11 +36,10 @@ constexpr std::uint64_t kTimerCheckTicks = 4096;
 constexpr std::uint64_t kIoPollTicks = std::uint64_t{1} << 17;
 // A runnext slot is stolen once it has held the same fiber, with its owner
 // picking nothing, for this long. Long enough that a waker that parks soon (a
-// hand-over) or computes briefly runs the woken fiber itself, on its warm core
-// (at 5 µs and 20 µs, idle workers stole so often from a barging fiber mutex's
-// unlocker that 8-128 fibers lost 10-20 % throughput; at 50 µs nothing);
+// hand-off) or computes briefly runs the woken fiber itself, on its warm core;
 // short enough that a fiber woken by a long computation soon runs elsewhere.
-// Go waits ~3 µs before it steals a running P's runnext.
+// (Go waits ~3 µs; shorter values cost a barging fiber mutex throughput here:
+// docs/benchmarks.md, "Constants".)
 constexpr auto kRunnextStale = std::chrono::microseconds(50);
 // While some worker is busy, a sleeping worker looks at the runnext slots this
 // often; while it watches a full slot, once it may have gone stale.
@@ -81,4 +79,4 @@ void pool_records(std::vector<fiber_record*>& batch);
 /// Sets the worker running on the calling thread (worker.cpp).
 void set_current_worker(worker* w) noexcept;
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

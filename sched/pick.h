@@ -1,12 +1,12 @@
 // sched/pick.h — the inline fast paths of the pick order and of a local
-// wake-up: what a park/unpark hand-over between two fibers of one worker runs.
+// wake-up: what a park/unpark hand-off between two fibers of one worker runs.
 // The rest of each (older work, the deques, the inbox, stealing, remote
 // wake-ups, timers and I/O polls) stays out of line in worker.cpp.
 #pragma once
 
 #include "internal.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 /// The worker running on this thread, read directly: valid until the caller
 /// switches away (current_worker() is the call that survives a migration).
@@ -59,4 +59,4 @@ inline void runtime_impl::schedule_woken(fiber_record* f) noexcept {
   schedule_woken_elsewhere(f, cur);
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -15,7 +15,7 @@
 
 #include "internal.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 namespace {
 
 // Pool of type-stable records: never freed, so a late event is harmless.
@@ -32,14 +32,13 @@ desc_pool& descs() {
 // thread (which poll does not see) ends the wait within one slice.
 constexpr auto kThreadPollSlice = std::chrono::milliseconds(20);
 
-io_wait thread_wait(poll_desc& d, bool write,
-                    const std::chrono::steady_clock::time_point* deadline) {
+io_wait thread_wait(poll_desc& d, bool write, detail::deadline deadline) {
   pollfd p{d.fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
   for (;;) {
     if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
     if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
     auto slice = kThreadPollSlice;
-    if (deadline != nullptr) {
+    if (deadline.has_value()) {
       const auto left = *deadline - steady::now();
       if (left <= left.zero()) return io_wait::timed_out;
       if (left < slice) slice = std::chrono::ceil<std::chrono::milliseconds>(left);
@@ -68,7 +67,7 @@ void notify(std::atomic<std::uintptr_t>& word) noexcept {
 }  // namespace
 
 // Registration, unregistration and a poller's end are serialised by one lock:
-// a descriptor may outlive the Runtime it was registered with.
+// a descriptor may outlive the runtime it was registered with.
 std::mutex& registration_lock() noexcept {
   static auto* m = new std::mutex;  // leaked on purpose: used by late destructors
   return *m;
@@ -104,10 +103,10 @@ void free_poll_desc(poll_desc* d) noexcept {
   pool.free = d;
 }
 
-io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_point* deadline) {
+io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline) {
   worker* w = current_worker();
   if (w == nullptr || !w->on_fiber()) return thread_wait(d, write, deadline);
-  // A fiber: register with this Runtime's poller the first time.
+  // A fiber: register with this runtime's poller the first time.
   if (d.registered.load(std::memory_order_acquire) == nullptr) poller::register_desc(d, w->rt);
   auto& word = write ? d.wr : d.rd;
   if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
@@ -127,7 +126,7 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
     bool timed_out = false;
     if (!d.closing.load(std::memory_order_seq_cst) &&
         !d.cancelled.load(std::memory_order_seq_cst)) {
-      if (deadline == nullptr) {
+      if (!deadline.has_value()) {
         park();
       } else {
         timed_out = !park_until(*deadline);
@@ -138,7 +137,7 @@ io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_
       // Nobody notified us: a spurious wake-up, a timeout, or the close we saw.
       if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
       if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
-      if (timed_out || (deadline != nullptr && steady::now() >= *deadline)) {
+      if (timed_out || (deadline.has_value() && steady::now() >= *deadline)) {
         return io_wait::timed_out;
       }
       continue;
@@ -182,20 +181,18 @@ io_backend from_environment(io_backend requested) {
   const std::string v(env);
   if (v == "epoll") return io_backend::epoll;
   if (v == "io_uring") return io_backend::io_uring;
-  throw std::invalid_argument("tessera::Runtime: TESSERA_IO_BACKEND='" + v +
+  throw std::invalid_argument("tessera::runtime: TESSERA_IO_BACKEND='" + v +
                               "' is neither 'epoll' nor 'io_uring'");
 }
 }  // namespace
 
 poller::poller(io_backend requested) : backend_(from_environment(requested)) {
-  // automatic means epoll: on this project's measurements the io_uring
-  // poller delivered readiness late enough to cost two thirds of the HTTP
-  // rate on one core (runtime_options.h, docs/benchmarks.md).
+  // automatic means epoll, the faster backend (docs/benchmarks.md).
   if (backend_ == io_backend::automatic) {
     backend_ = io_backend::epoll;
   } else if (backend_ == io_backend::io_uring && !uring_works()) {
     throw std::system_error(ENOSYS, std::generic_category(),
-                            "tessera::Runtime: io_backend::io_uring was asked for, but this kernel "
+                            "tessera::runtime: io_backend::io_uring was asked for, but this kernel "
                             "refuses io_uring or its multishot poll (Linux 5.13)");
   }
 }
@@ -312,4 +309,4 @@ void poller::wake() noexcept {
   [[maybe_unused]] const auto r = ::write(eventfd_, &one, sizeof one);
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -1,4 +1,4 @@
-// sched/poller.h — the I/O poller of a Runtime (epoll, edge-triggered; or
+// sched/poller.h — the I/O poller of a runtime (epoll, edge-triggered; or
 // io_uring's multishot poll, poller_uring.cpp), and the per-descriptor
 // readiness record fibers park on (Go's pollDesc).
 //
@@ -32,7 +32,7 @@
 // descriptor, as Go's fdMutex does).
 //
 // Integration with the idle protocol (idle.cpp): once a descriptor is
-// registered, a worker about to sleep becomes the Runtime's one poll sleeper
+// registered, a worker about to sleep becomes the runtime's one poll sleeper
 // if nobody is (poll_sleeper CAS) and waits in epoll_wait (timeout: its sleep
 // deadline) instead of on its futex; wake_if_sleeping() writes the eventfd
 // for a worker that sleeps there. Busy workers poll without blocking every
@@ -47,10 +47,11 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "tessera/detail/deadline.h"
 #include "tessera/park.h"
 #include "tessera/runtime_options.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 class runtime_impl;
 
@@ -89,7 +90,7 @@ void free_poll_desc(poll_desc* d) noexcept;
 /// Parks the calling fiber (or, on a plain thread, polls the descriptor with
 /// poll(2)) until `fd` is readable (`write` false) or writable, the deadline
 /// passes (null: none) or the descriptor is closed.
-io_wait wait_io(poll_desc& d, bool write, const std::chrono::steady_clock::time_point* deadline);
+io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline);
 
 /// Drops a readiness that arrived with nobody waiting (kReady -> 0), before a
 /// system call that will see the data it announced. Readiness that arrives
@@ -106,8 +107,8 @@ void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;
 /// The lock that serialises registration, unregistration and a poller's end.
 std::mutex& registration_lock() noexcept;
 
-/// The poller of one Runtime: an epoll instance or an io_uring, created at its
-/// first registration. The backend is resolved when the Runtime is built.
+/// The poller of one runtime: an epoll instance or an io_uring, created at its
+/// first registration. The backend is resolved when the runtime is built.
 class poller {
  public:
   /// Resolves `requested` (automatic: io_uring if it works here, see
@@ -167,4 +168,4 @@ class poller {
   std::atomic<bool> active_{false};
 };
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -44,7 +44,7 @@
 #include "internal.h"
 #include "poller.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 struct poller::uring {
   io_uring ring{};
@@ -264,4 +264,4 @@ void poller::uring_destroy() noexcept {
   uring_ = nullptr;
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 namespace {
 
@@ -57,15 +57,15 @@ void worker::recycle(fiber_record* f) noexcept {
   record_cache_.push_back(f);
 }
 
-sched::stack_mem worker::take_stack() {
+stack_mem worker::take_stack() {
   if (stack_cache_.empty()) rt.stacks.take_batch(stack_cache_, 32);
   if (stack_cache_.empty()) return rt.stacks.take();
-  const sched::stack_mem s = stack_cache_.back();
+  const stack_mem s = stack_cache_.back();
   stack_cache_.pop_back();
   return s;
 }
 
-void worker::give_stack(sched::stack_mem s) noexcept {
+void worker::give_stack(stack_mem s) noexcept {
   if (stack_cache_.size() >= kStackCache) {
     for (std::size_t i = 0; i < kStackCache / 2; ++i) {
       rt.stacks.give(stack_cache_.back());
@@ -86,4 +86,4 @@ void release_record(fiber_record* f) noexcept {
   }
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

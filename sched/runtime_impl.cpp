@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 // ---- runtime_impl --------------------------------------------------------------------
 runtime_impl::runtime_impl(const runtime_options& o)
@@ -13,30 +13,30 @@ runtime_impl::runtime_impl(const runtime_options& o)
       io(o.io),
       stacks(o.stack_size, o.guard_pages ? (o.guard_size != 0 ? o.guard_size : 1) : 0) {
   if (opts.workers > 4096) {
-    throw std::invalid_argument("tessera::Runtime: workers = " + std::to_string(opts.workers) +
+    throw std::invalid_argument("tessera::runtime: workers = " + std::to_string(opts.workers) +
                                 " exceeds the limit of 4096");
   }
   if (opts.stack_size > (std::size_t{1} << 30)) {
     throw std::invalid_argument(
-        "tessera::Runtime: stack_size = " + std::to_string(opts.stack_size) +
+        "tessera::runtime: stack_size = " + std::to_string(opts.stack_size) +
         " bytes exceeds the limit of 1 GiB");
   }
   if (opts.guard_size > (std::size_t{1} << 30)) {
     throw std::invalid_argument(
-        "tessera::Runtime: guard_size = " + std::to_string(opts.guard_size) +
+        "tessera::runtime: guard_size = " + std::to_string(opts.guard_size) +
         " bytes exceeds the limit of 1 GiB");
   }
   if (opts.idle_spin.count() < 0) {
-    throw std::invalid_argument("tessera::Runtime: idle_spin must not be negative");
+    throw std::invalid_argument("tessera::runtime: idle_spin must not be negative");
   }
   if (opts.workers == 0) opts.workers = topo.cores();
   topo.plan(opts.workers);
-  if (opts.guard_pages) sched::install_overflow_handler();
+  if (opts.guard_pages) install_overflow_handler();
 }
 
 runtime_impl::~runtime_impl() = default;
 
-void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body,
+void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function body,
                               bool is_joinable, worker* home, bool counted) {
   f->stack = stack;
 #if TESSERA_ASAN
@@ -44,7 +44,7 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   // exception or by switching away for good: start clean.
   ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.usable());
 #endif
-  f->ctx = sched::make_fcontext(stack.top(), stack.usable(), &worker::fiber_entry);
+  f->ctx = make_fcontext(stack.top(), stack.usable(), &worker::fiber_entry);
   f->san = {};
   f->san.stack_bottom = stack.bottom();
   f->san.stack_size = stack.usable();
@@ -52,7 +52,7 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   f->san.tsan_fiber = __tsan_create_fiber(0);
 #endif
   f->rt = this;
-  // Process-wide, so that ids of different Runtimes' fibers never compare equal.
+  // Process-wide, so that ids of different runtimes' fibers never compare equal.
   static std::atomic<std::uint64_t> next_fiber_id{1};
   f->id = next_fiber_id.fetch_add(1, std::memory_order_relaxed);
   f->overflow = {stack.map, stack.bottom(), f->id, stack.usable()};
@@ -72,9 +72,9 @@ void runtime_impl::init_fiber(fiber_record* f, sched::stack_mem stack, fiber_tas
   }
 }
 
-fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) {
+fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joinable) {
   fiber_record* f = w.take_record();
-  sched::stack_mem stack;
+  stack_mem stack;
   try {
     stack = w.take_stack();
   } catch (...) {
@@ -89,7 +89,7 @@ fiber_record* runtime_impl::spawn(worker& w, fiber_task body, bool is_joinable) 
 void runtime_impl::fiber_finished() noexcept {
   const std::uint64_t now = live.fetch_sub(1, std::memory_order_seq_cst) - 1;
   if ((now & kLiveCount) != 0) return;
-  // No fiber and no active runner: only queued jobs can be left (tasks.cpp).
+  // No fiber and no active runner: only queued jobs can be left (job_queue.cpp).
   // If the queues are empty and `live` has not been raised since our
   // decrement (same epoch, still zero), nobody was alive meanwhile to queue a
   // job or to run one: the run is over. Otherwise whoever raised it, or the
@@ -97,7 +97,7 @@ void runtime_impl::fiber_finished() noexcept {
   // (Comparing the count alone is not enough: a runner may queue a job, step
   // aside to zero and be handed out again between our two looks;
   // tests/model/run_drain.pml.)
-  if (tasks_used.load(std::memory_order_relaxed) &&
+  if (jobs_used.load(std::memory_order_relaxed) &&
       (work_left() || live.load(std::memory_order_seq_cst) != now)) {
     return;
   }
@@ -107,8 +107,8 @@ void runtime_impl::fiber_finished() noexcept {
 void runtime_impl::start_workers(const char* who) {
   if (running.exchange(true, std::memory_order_acq_rel)) {
     throw std::logic_error(std::string(who) +
-                           ": this Runtime is already running (run() is not reentrant, and "
-                           "start() needs a stopped Runtime)");
+                           ": this runtime is already running (run() is not reentrant, and "
+                           "start() needs a stopped runtime)");
   }
   stopping.store(false, std::memory_order_relaxed);
   all_done.store(false, std::memory_order_relaxed);
@@ -132,8 +132,8 @@ void runtime_impl::join_workers() noexcept {
   running.store(false, std::memory_order_release);
 }
 
-void runtime_impl::run_root(fiber_task root) {
-  start_workers("tessera::Runtime::run");
+void runtime_impl::run_root(unique_function root) {
+  start_workers("tessera::runtime::run");
   fiber_record* f = new_record();
   try {
     init_fiber(f, stacks.take(), std::move(root), true, workers.front().get());
@@ -155,8 +155,8 @@ void runtime_impl::run_root(fiber_task root) {
 }
 
 void runtime_impl::start() {
-  start_workers("tessera::Runtime::start");
-  // The Runtime's own reference keeps `live` above zero until stop().
+  start_workers("tessera::runtime::start");
+  // The runtime's own reference keeps `live` above zero until stop().
   live.store(1, std::memory_order_relaxed);
   started.store(true, std::memory_order_release);
   for (auto& w : workers) w->start();
@@ -164,26 +164,26 @@ void runtime_impl::start() {
 
 void runtime_impl::stop() {
   if (!started.exchange(false, std::memory_order_acq_rel)) {
-    throw std::logic_error("tessera::Runtime::stop: the Runtime was not started with start()");
+    throw std::logic_error("tessera::runtime::stop: the runtime was not started with start()");
   }
   if (worker* w = current_worker(); w != nullptr && &w->rt == this) {
     started.store(true, std::memory_order_release);
     throw std::logic_error(
-        "tessera::Runtime::stop: called on one of this Runtime's own workers (stop() waits for "
+        "tessera::runtime::stop: called on one of this runtime's own workers (stop() waits for "
         "every fiber to finish, its caller's too)");
   }
   run_waiter = self();
-  fiber_finished();  // drops the Runtime's own reference: the last fiber to end wakes us
+  fiber_finished();  // drops the runtime's own reference: the last fiber to end wakes us
   join_workers();
 }
 
-fiber_record* runtime_impl::spawn_from_anywhere(fiber_task body, bool joinable) {
+fiber_record* runtime_impl::spawn_from_anywhere(unique_function body, bool joinable) {
   if (worker* w = current_worker(); w != nullptr && &w->rt == this && w->on_fiber()) {
     return spawn(*w, std::move(body), joinable);
   }
   if (!started.load(std::memory_order_acquire) && !running.load(std::memory_order_acquire)) {
     throw std::logic_error(
-        "tessera::Runtime::spawn: the Runtime is not running (call start(), or spawn from inside "
+        "tessera::runtime::spawn: the runtime is not running (call start(), or spawn from inside "
         "run())");
   }
   fiber_record* f = new_record();
@@ -202,4 +202,4 @@ fiber_record* runtime_impl::spawn_from_anywhere(fiber_task body, bool joinable) 
   return f;
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -1,4 +1,4 @@
-// sched/scheduler.h — the engine under tessera::Runtime (internal; not installed).
+// sched/scheduler.h — the engine under tessera::runtime (internal; not installed).
 //
 // Records
 //   fiber_record: one per fiber, pooled process-wide and never freed (type-stable,
@@ -8,7 +8,7 @@
 // Run queues of a worker, in the order pick_local() consults them
 //   1. every 64th pick: the global FIFO, the inbox, then the *oldest* fiber of its
 //      own deque — so nothing local waits more than 64 picks behind newer work;
-//   2. `runnext`: the LIFO slot. A fiber woken by a fiber of the same Runtime goes
+//   2. `runnext`: the LIFO slot. A fiber woken by a fiber of the same runtime goes
 //      here on the waker's worker and runs as soon as the waker parks (its data is
 //      hot in this core's cache). At most 16 runnext picks in a row, then the
 //      deque gets a turn (Tokio's rule), so two fibers waking each other cannot
@@ -17,12 +17,12 @@
 //      would otherwise hold the woken fiber hostage while other workers idle.
 //      An idle worker steals it only once it has sat there, with the owner
 //      picking nothing, for kRunnextStale (50 µs), so the usual wake-then-park
-//      hand-over stays on one core. Owner fills it with a plain store when empty
+//      hand-off stays on one core. Owner fills it with a plain store when empty
 //      and takes it with one exchange; thieves take it with a CAS;
 //   3. its Chase–Lev deque, newest first (new fibers, fibers whose park raced an
 //      unpark, fired timers);
 //   4. its MPSC inbox: fibers unparked by other threads (plain OS threads, other
-//      Runtimes' fibers), drained into the deque;
+//      runtimes' fibers), drained into the deque;
 //   5. the global FIFO (yielded fibers, overflow, the root fiber).
 // An idle worker then steals the oldest fiber of other workers' deques, nearest
 // first in the hwloc tree (topology.h), and last a stale runnext (see 2.).
@@ -58,8 +58,8 @@
 //             after a successful CAS may anyone resume it, so no thread ever
 //             resumes a fiber whose registers are not yet saved — this is how the
 //             switch-out/unpark race is closed. A resumed park() does not touch
-//             the word: the wake-up was the hand-over itself.
-//   unpark(): one CAS: -1 → 0 (a hand-over: the unparker owns the wake-up and
+//             the word: the wake-up was the hand-off itself.
+//   unpark(): one CAS: -1 → 0 (a hand-off: the unparker owns the wake-up and
 //             makes the fiber runnable — runnext, deque or inbox, see above —
 //             and the fiber resumes with nothing to consume), -2 → 1 (the same,
 //             but park_until() must tell an unpark from its timer), anything
@@ -71,9 +71,9 @@
 //             (its timer). A timer may fire on another worker while its fiber
 //             is still switching out (state still 0): it then CASes 0 → 2, the
 //             post-switch CAS fails and the fiber is re-queued.
-//   Cost of a hand-over between two fibers of one worker: two locked RMWs (the
+//   Cost of a hand-off between two fibers of one worker: two locked RMWs (the
 //             unpark's CAS and the post-switch CAS) and one context jump.
-//   Timers:   one heap per Runtime (mutex; the earliest deadline in an atomic, so
+//   Timers:   one heap per runtime (mutex; the earliest deadline in an atomic, so
 //             a worker's check costs a load while none is due); every worker
 //             fires due entries when it picks work, and sleeping workers time
 //             their futex wait to the earliest deadline. An expired entry
@@ -98,13 +98,21 @@
 #include "poller.h"
 #include "queues.h"
 #include "stack.h"
-#include "tessera/detail/fiber_task.h"
-#include "tessera/detail/task_node.h"
+#include "tessera/detail/cpu.h"
+#include "tessera/detail/futex.h"
+#include "tessera/detail/job_queue.h"
+#include "tessera/detail/unique_function.h"
 #include "tessera/park.h"
 #include "tessera/runtime_options.h"
 #include "topology.h"
 
-namespace tessera::detail {
+namespace tessera::sched {
+
+// What the engine takes from the layers below it (base/ and the park façade).
+using detail::cpu_relax;
+using detail::futex_wait;
+using detail::futex_wake;
+using detail::unique_function;
 
 class worker;
 class runtime_impl;
@@ -123,16 +131,16 @@ enum class post_action : std::uint8_t { none, park, park_timed, yield, finish, i
 
 struct fiber_record {
   waiter w;  // first: the fiber's identity for the park façade
-  sched::fcontext_t ctx = nullptr;
-  sched::stack_mem stack;
-  sched::overflow_info overflow;  // its guard page, for the overflow handler
-  sched::sanitizer_context san;
+  fcontext_t ctx = nullptr;
+  stack_mem stack;
+  overflow_info overflow;  // its guard page, for the overflow handler
+  sanitizer_context san;
   fiber_record* link = nullptr;  // intrusive queue link (inbox, global FIFO)
   runtime_impl* rt = nullptr;
   std::atomic<worker*> last_worker{nullptr};  // where it last ran (remote unparks go there)
   std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
   std::uint64_t id = 0;
-  fiber_task body;
+  unique_function body;
   std::atomic<int> refs{0};  // the running fiber + a joinable handle / run()
   std::atomic<bool> done{false};
   std::atomic<waiter*> joiner{nullptr};
@@ -169,7 +177,7 @@ class worker {
   /// A runnext slot of another worker that has sat unpicked for kRunnextStale.
   fiber_record* steal_stale_runnext();
   /// The idle phases: spin, then sleep (deep or polling); returns work, or null
-  /// when the Runtime stops.
+  /// when the runtime stops.
   fiber_record* idle();
   /// Switches from the running context to `next`; returns when the caller is
   /// resumed (possibly on another worker: never touch `this` afterwards).
@@ -183,26 +191,26 @@ class worker {
   void make_runnext(fiber_record* f);  // pick.h, with the two below
   fiber_record* take_runnext() noexcept;
   void push_fired(std::vector<fiber_record*>& fired);
-  // --- jobs (tasks.cpp) ---
+  // --- jobs (job_queue.cpp) ---
   /// The next queued job this worker may run (priority order with the
-  /// rotation of tasks.cpp; own queue, global queue, then steals), or null.
-  task_node* take_task() noexcept;
-  /// Whether a job is queued where take_task() looks (own, global; and, with
+  /// rotation of job_queue.cpp; own queue, global queue, then steals), or null.
+  job_node* take_job() noexcept;
+  /// Whether a job is queued where take_job() looks (own, global; and, with
   /// `others`, the other workers' queues). seq_cst loads: the idle re-check.
-  bool has_task_work(bool others) const noexcept;
+  bool has_job_work(bool others) const noexcept;
   /// An idle runner fiber for this worker (recycled or new), or null if none
   /// can be made.
   fiber_record* acquire_runner() noexcept;
   /// Whether a fiber waits in this worker's queues (a runner's cue to step aside).
   bool has_fiber_work() const noexcept;
-  void push_task_local(task_node* t);
+  void push_job_local(job_node* t);
   /// Runs a job taken from a queue (on a runner, or helping).
-  void execute(task_node* t) noexcept;
+  void execute(job_node* t) noexcept;
   /// Teardown: returns the stacks and records of this worker's idle runners.
   void release_runners() noexcept;
   static void runner_main();
   fiber_record* take_record();
-  sched::stack_mem take_stack();
+  stack_mem take_stack();
   void recycle(fiber_record* f) noexcept;
   bool on_fiber() const noexcept { return current_ != &sched_rec_; }
   fiber_record* current() const noexcept { return current_; }
@@ -217,9 +225,9 @@ class worker {
 
  private:
   friend class runtime_impl;
-  static void fiber_entry(sched::transfer_t t);
-  static void landed(sched::transfer_t t) noexcept;
-  void complete_switch(sched::fcontext_t from) noexcept;
+  static void fiber_entry(transfer_t t);
+  static void landed(transfer_t t) noexcept;
+  void complete_switch(fcontext_t from) noexcept;
   // The out-of-line parts of pick_local() and make_runnext() (pick.h).
   void tend_timers_and_io();
   fiber_record* pick_beyond_runnext(std::uint32_t tick);
@@ -228,7 +236,7 @@ class worker {
   [[gnu::noinline]] void complete_other(fiber_record* p, post_action act) noexcept;
   void thread_main();
   fiber_record* drain_inbox();
-  void give_stack(sched::stack_mem s) noexcept;
+  void give_stack(stack_mem s) noexcept;
   [[noreturn]] static void report_escaped(fiber_record* f);
 
  public:
@@ -236,12 +244,12 @@ class worker {
     return a.deadline > b.deadline;
   }
 
-  sched::chase_lev_deque<fiber_record> deque_;
+  chase_lev_deque<fiber_record> deque_;
   // Filled only by the owner; emptied by the owner (exchange) or a thief (CAS).
   // Its own line with tick_: idle thieves read both.
   alignas(64) std::atomic<fiber_record*> runnext_{nullptr};
   std::atomic<std::uint32_t> tick_{0};  // picks so far; written by the owner only
-  sched::mpsc_inbox<fiber_record> inbox_;
+  mpsc_inbox<fiber_record> inbox_;
   alignas(64) std::atomic<std::uint32_t> sleep_word_{0};
   std::atomic<bool> deep_{false};     // asleep without polling (see the idle protocol)
   std::atomic<bool> polling_{false};  // asleep in the I/O poller, not on sleep_word_
@@ -267,15 +275,15 @@ class worker {
   // This thread's running-identity and stack-overflow slots (thread_locals of
   // other files), looked up once: switch_to() writes both at every switch.
   waiter** waiter_slot_ = nullptr;
-  const sched::overflow_info** overflow_slot_ = nullptr;
+  const overflow_info** overflow_slot_ = nullptr;
   std::vector<fiber_record*> fired_;
-  std::vector<sched::stack_mem> stack_cache_;
+  std::vector<stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;
   // Jobs: one work-stealing deque per priority; the idle runner fiber and spares.
-  std::array<sched::chase_lev_deque<task_node>, kTaskPriorities> tasks_;
+  std::array<chase_lev_deque<job_node>, kJobPriorities> jobs_;
   fiber_record* runner_ = nullptr;
   std::vector<fiber_record*> spare_runners_;
-  std::uint32_t task_picks_ = 0;
+  std::uint32_t job_picks_ = 0;
   std::vector<unsigned> steal_order_;
   std::thread thread_;
 };
@@ -285,26 +293,26 @@ class runtime_impl {
   explicit runtime_impl(const runtime_options& o);
   ~runtime_impl();
 
-  void run_root(fiber_task root);
+  void run_root(unique_function root);
   /// Long-lived mode: start() runs the workers until stop(), which waits for
   /// every fiber to finish (drain) and joins the workers.
   void start();
   void stop();
-  /// Starts a fiber from any thread (a fiber of this Runtime, a plain thread,
-  /// a fiber of another Runtime) on a running Runtime; std::logic_error if it
+  /// Starts a fiber from any thread (a fiber of this runtime, a plain thread,
+  /// a fiber of another runtime) on a running runtime; std::logic_error if it
   /// is not running.
-  fiber_record* spawn_from_anywhere(fiber_task body, bool joinable);
-  fiber_record* spawn(worker& w, fiber_task body, bool joinable);
+  fiber_record* spawn_from_anywhere(unique_function body, bool joinable);
+  fiber_record* spawn(worker& w, unique_function body, bool joinable);
   void start_workers(const char* who);
   /// Waits until every fiber has finished, then stops and joins the workers.
   void join_workers() noexcept;
   /// `counted`: whether the fiber counts in `live` (run() and stop() wait for
   /// it); runner fibers do not — the jobs they run do.
-  void init_fiber(fiber_record* f, sched::stack_mem stack, fiber_task body, bool joinable,
+  void init_fiber(fiber_record* f, stack_mem stack, unique_function body, bool joinable,
                   worker* home, bool counted = true);
   /// Makes a woken fiber runnable (see the header comment for where it goes).
   void schedule_woken(fiber_record* f) noexcept;  // pick.h
-  /// schedule_woken() from anywhere but a fiber of this Runtime (`cur` is the
+  /// schedule_woken() from anywhere but a fiber of this runtime (`cur` is the
   /// calling thread's worker, if any): the local deque, or the fiber's inbox.
   void schedule_woken_elsewhere(fiber_record* f, worker* cur) noexcept;
   /// After a push that other workers could take: wake a sleeper if none spins.
@@ -314,10 +322,10 @@ class runtime_impl {
   /// Wakes one worker sleeping deep (not polling runnext slots), if any.
   void wake_deep_sleeper() noexcept;
   void fiber_finished() noexcept;
-  /// Queues a job (tasks.cpp; tessera/detail/tasks.h has the contract).
-  void push_task(task_node* t);
+  /// Queues a job (job_queue.cpp; tessera/detail/job_queue.h has the contract).
+  void push_job(job_node* t);
   /// Whether a job is queued anywhere (seq_cst loads): fiber_finished()
-  /// looks before it declares the run over (tasks.cpp says why).
+  /// looks before it declares the run over (job_queue.cpp says why).
   bool work_left() const noexcept;
   /// Timers are runtime-wide, so any worker fires them — also when the worker a
   /// fiber parked on is held by a fiber that never parks.
@@ -338,13 +346,13 @@ class runtime_impl {
   std::atomic<std::size_t> timer_entries{0};  // timers.size(), for statistics
 
   runtime_options opts;
-  sched::topology topo;
+  topology topo;
   poller io;  // its kernel instance is created at the first registration (poller.h)
-  sched::stack_pool stacks;
+  stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
-  sched::global_fifo<fiber_record> global;
-  std::array<sched::global_fifo<task_node>, kTaskPriorities> global_tasks;  // from outside
-  std::atomic<bool> tasks_used{false};  // set at the first job: until then no pick looks for jobs
+  global_fifo<fiber_record> global;
+  std::array<global_fifo<job_node>, kJobPriorities> global_jobs;  // from outside
+  std::atomic<bool> jobs_used{false};  // set at the first job: until then no pick looks for jobs
   alignas(64) std::atomic<int> sleepers{0};
   std::atomic<int> spinners{0};
   std::atomic<int> busy{0};           // workers outside their idle phases
@@ -377,4 +385,4 @@ worker* current_worker() noexcept;
 /// The park operations of fiber waiters.
 extern const park_ops fiber_park_ops;
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

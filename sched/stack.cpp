@@ -158,7 +158,7 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
         " bytes): it ran into its guard page; give it a bigger stack "
         "(tessera::runtime_options::stack_size)\n");
   }
-  // Let the fault take its course: hand over to the previous handler, or restore
+  // Let the fault take its course: hand off to the previous handler, or restore
   // the default action and return so the faulting instruction kills the process.
   const struct sigaction& prev = sig == SIGBUS ? previous_bus : previous_segv;
   if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {

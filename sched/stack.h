@@ -24,7 +24,7 @@ struct stack_mem {
   explicit operator bool() const noexcept { return map != nullptr; }
 };
 
-/// A thread-safe pool of equally sized stacks, owned by one Runtime. Stacks it
+/// A thread-safe pool of equally sized stacks, owned by one runtime. Stacks it
 /// hands out go back with give(); the pool keeps up to `cache_limit` of them
 /// mapped for reuse and unmaps the rest. Everything is unmapped on destruction.
 class stack_pool {

@@ -1,4 +1,4 @@
-// sched/timers.cpp — timers: one heap per Runtime under a mutex, the earliest
+// sched/timers.cpp — timers: one heap per runtime under a mutex, the earliest
 // deadline in an atomic; any worker fires due entries; stale entries (waits
 // that ended early) are dropped in bulk.
 #include "internal.h"
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 void worker::push_fired(std::vector<fiber_record*>& fired) {
   // The deque is LIFO: push the latest deadline first so the earliest runs first.
@@ -84,4 +84,4 @@ void runtime_impl::publish_timers() noexcept {
       std::memory_order_seq_cst);
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -13,7 +13,7 @@ namespace tessera::sched {
 topology::topology() {
   hwloc_topology_t t = nullptr;
   // Only the CPUs this process may run on (its affinity mask: taskset, a
-  // cgroup's cpuset): a Runtime started under `taskset -c 1` must neither
+  // cgroup's cpuset): a runtime started under `taskset -c 1` must neither
   // count nor pin to CPU 0.
   if (hwloc_topology_init(&t) == 0 &&
       hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |

@@ -6,7 +6,7 @@
 
 namespace tessera::sched {
 
-/// The placement of a Runtime's workers, computed once from hwloc, over the
+/// The placement of a runtime's workers, computed once from hwloc, over the
 /// CPUs the process may run on (its affinity mask, as taskset or a cpuset
 /// sets it; the union of its threads' masks when they differ).
 ///

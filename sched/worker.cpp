@@ -5,7 +5,7 @@
 #include <optional>
 #include <thread>
 
-namespace tessera::detail {
+namespace tessera::sched {
 
 constinit thread_local worker* tls_worker = nullptr;
 
@@ -44,9 +44,9 @@ void worker::thread_main() {
   thread_waiter_ = detail::thread_waiter();
   waiter_slot_ = &detail::current_waiter_slot();
   *waiter_slot_ = thread_waiter_;
-  overflow_slot_ = &sched::current_overflow_info();
+  overflow_slot_ = &current_overflow_info();
   if (rt.opts.pin_workers) rt.topo.pin_current_thread(index);
-  sched::alt_signal_stack alt;
+  alt_signal_stack alt;
 #if TESSERA_TSAN
   sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -55,7 +55,7 @@ void worker::thread_main() {
     if (f == nullptr) {
       if (rt.stopping.load(std::memory_order_acquire)) break;
       f = idle();
-      if (f == nullptr) break;  // the Runtime stops
+      if (f == nullptr) break;  // the runtime stops
     }
     switch_to(f, post_action::none);
   }
@@ -107,8 +107,8 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
-    if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(false)) {
-      if (fiber_record* r = acquire_runner()) return r;  // queued jobs (tasks.cpp)
+    if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(false)) {
+      if (fiber_record* r = acquire_runner()) return r;  // queued jobs (job_queue.cpp)
     }
   }
   if (runnext_streak_ < kRunnextLimit) {
@@ -122,8 +122,8 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
   if (fiber_record* f = take_runnext()) return f;
-  if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(false)) {
-    return acquire_runner();  // no fiber waits: run queued jobs (tasks.cpp)
+  if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(false)) {
+    return acquire_runner();  // no fiber waits: run queued jobs (job_queue.cpp)
   }
   return nullptr;
 }
@@ -135,7 +135,7 @@ fiber_record* worker::steal() {
       return f;
     }
   }
-  if (rt.tasks_used.load(std::memory_order_relaxed) && has_task_work(true)) {
+  if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(true)) {
     return acquire_runner();  // other workers' queued jobs: a runner steals them
   }
   return nullptr;
@@ -207,7 +207,7 @@ void runtime_impl::schedule_woken_elsewhere(fiber_record* f, worker* cur) noexce
     cur->push_local(f);
     return;
   }
-  // A remote waker is not a fiber of this Runtime, so nothing stops the woken
+  // A remote waker is not a fiber of this runtime, so nothing stops the woken
   // fiber from finishing the run — and run_root() from destroying the workers —
   // while we are still inside push_inbox(). run_root() waits for this count to
   // drop to zero before it tears the workers down.
@@ -218,4 +218,4 @@ void runtime_impl::schedule_woken_elsewhere(fiber_record* f, worker* cur) noexce
   remote_inflight.fetch_sub(1, std::memory_order_release);
 }
 
-}  // namespace tessera::detail
+}  // namespace tessera::sched

@@ -24,4 +24,4 @@ if ((limit < 262144)); then
 fi
 args=("$@")
 ((${#args[@]})) || args=(--quick)
-build/release/samples/fiberbench --csv out/fiberbench.csv "${args[@]}"
+build/release/bench/fiberbench --csv out/fiberbench.csv "${args[@]}"

@@ -2,7 +2,7 @@
 # Tessera's jobs beside oneTBB, OpenMP and a std::thread pool, in one run, on
 # 1 and 2 workers: the game frame (samples/job_system, p50/p99 frame time),
 # parallel_for at three grains, fork-join fib and skynet, spawn latency from a
-# plain thread, and the context-switch floor (samples/jobbench). Installs
+# plain thread, and the context-switch floor (bench/jobbench). Installs
 # what is missing, builds Release, writes out/jobbench.csv, prints the ratios
 # against oneTBB and draws out/jobbench.png.
 #   scripts/jobbench.sh            # the full run (~3 minutes)
@@ -22,7 +22,7 @@ if ((quick)); then
   jb_args=(--quick)
 fi
 
-build/release/samples/jobbench "${jb_args[@]}" --csv out/jobbench.csv
+build/release/bench/jobbench "${jb_args[@]}" --csv out/jobbench.csv
 
 runs=("tessera 1" "tbb 1" "tessera 2" "tbb 2")
 i=0
@@ -38,54 +38,7 @@ for run in "${runs[@]}"; do
   echo "frame-p99,$w,$backend,$p99,ms" >>out/jobbench.csv
 done
 
-python3 - <<'PY'
-import csv, collections
-rows = list(csv.DictReader(open("out/jobbench.csv")))
-val = collections.defaultdict(dict)
-order = []
-for r in rows:
-    key = (r["benchmark"], int(r["workers"]))
-    if key not in val:
-        order.append(key)
-    val[key][r["system"]] = float(r["value"])
-systems = ["tessera", "openmp", "pool"]
-print("\nTime / oneTBB's time, same run (< 1.00 is faster than oneTBB):")
-print(f"  {'benchmark':<14}{'W':>3}" + "".join(f"{s:>10}" for s in systems))
-with open("out/jobbench-ratios.dat", "w") as f:
-    for key in order:
-        v = val[key]
-        if "tbb" not in v:
-            continue
-        ratios = [v[s] / v["tbb"] if s in v else None for s in systems]
-        print(f"  {key[0]:<14}{key[1]:>3}" + "".join(f"{r:>10.2f}" if r else f"{'-':>10}" for r in ratios))
-        f.write(f'"{key[0]} W={key[1]}" ' + " ".join(f"{r:.4f}" if r else "NaN" for r in ratios) + "\n")
-if ("jump-rt", 1) in val and ("pingpong-rt", 1) in val:
-    print(f"\n  park/unpark round trip {val[('pingpong-rt',1)]['tessera']:.1f} ns = "
-          f"{val[('pingpong-rt',1)]['tessera'] / val[('jump-rt',1)]['boost']:.2f}x the two-jump floor "
-          f"({val[('jump-rt',1)]['boost']:.1f} ns)")
-if ("jump-call-rt", 1) in val:
-    print(f"  the same two jumps, each made from a returning call: "
-          f"{val[('jump-call-rt',1)]['boost']:.1f} ns = "
-          f"{val[('jump-call-rt',1)]['boost'] / val[('jump-rt',1)]['boost']:.2f}x the floor")
-PY
+bench/bench_tables.py jobbench out/jobbench.csv out/jobbench-ratios.dat
 
-gnuplot <<'GP'
-set terminal pngcairo size 1400,560 noenhanced font 'sans,10'
-set output 'out/jobbench.png'
-set title "Time relative to oneTBB, same run (below 1 = faster than oneTBB; log scale)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set logscale y
-set yrange [0.1:1000]
-set ytics (0.1, 0.25, 0.5, 1, 2, 4, 10, 100, 1000)
-set grid ytics
-set xtics rotate by 35 right scale 0
-set key outside bottom center horizontal
-set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
-plot 'out/jobbench-ratios.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
-     '' using 3 title 'OpenMP' lc rgb "#1f77b4", \
-     '' using 4 title 'std::thread pool' lc rgb "#7f7f7f"
-GP
+gnuplot -e "dat='out/jobbench-ratios.dat'; png='out/jobbench.png'" bench/plots/jobbench.gp
 echo "CSV: out/jobbench.csv  plot: out/jobbench.png"

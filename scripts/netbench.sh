@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # HTTP servers side by side on this machine: Tessera's samples/http_server,
-# nginx (nginx-light, `return 200`), Go's net/http (samples/peers) and a
-# std::thread-per-connection server (samples/thread_server, the baseline), each
+# nginx (nginx-light, `return 200`), Go's net/http (bench/peers) and a
+# std::thread-per-connection server (bench/thread_server, the baseline), each
 # pinned to core 0 with one worker/process/GOMAXPROCS=1, wrk pinned to core 1.
 # - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
-#   percentiles at a fixed rate from samples/loadgen's open loop;
+#   percentiles at a fixed rate from bench/loadgen's open loop;
 # - TCP echo round trips/s, 64 B and 4 KiB, 1 and 100 connections, against
-#   Go's (samples/peers/echo.go) and the thread-per-connection baseline's,
+#   Go's (bench/peers/echo.go) and the thread-per-connection baseline's,
 #   and the ceiling: one spinning thread on one epoll, no runtime
 #   (thread_server --mode epoll-echo; it runs alone, as it spins);
 # - server RSS per idle connection with 10,000 of them open.
@@ -44,7 +44,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 # Go peer, built offline with the standard library only.
-(cd samples/peers && GOCACHE="$work/gocache" GOFLAGS=-mod=mod GO111MODULE=off \
+(cd bench/peers && GOCACHE="$work/gocache" GOFLAGS=-mod=mod GO111MODULE=off \
    go build -o "$work/http_hello" http_hello.go &&
  GOCACHE="$work/gocache" GO111MODULE=off go build -o "$work/echo" echo.go)
 
@@ -83,9 +83,9 @@ GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
 GOMAXPROCS=1 start go-echo 17081 "$work/echo" -port 17081
-start threads 18084 build/release/samples/thread_server --mode http --port 18084
-start threads-echo 17084 build/release/samples/thread_server --mode echo --port 17084
-loadgen() { taskset -c 1 build/release/samples/loadgen "$@"; }
+start threads 18084 build/release/bench/thread_server --mode http --port 18084
+start threads-echo 17084 build/release/bench/thread_server --mode echo --port 17084
+loadgen() { taskset -c 1 build/release/bench/loadgen "$@"; }
 
 echo "server,connections,requests_per_s,p50_ms,p99_ms" > out/netbench.csv
 declare -A rps
@@ -137,7 +137,7 @@ for size in 64 4096; do
       name="${server%%:*}"; port="${server##*:}"
       echo "netbench: echo $name, $size B, $conns connections ..."
       if [[ $name == ceiling ]]; then
-        start ceiling 17085 build/release/samples/thread_server --mode epoll-echo --port 17085
+        start ceiling 17085 build/release/bench/thread_server --mode epoll-echo --port 17085
       fi
       line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
       if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
@@ -185,22 +185,5 @@ done
     done
   done
 } > "$work/plot.dat"
-gnuplot <<GP
-set terminal pngcairo size 1200,520 noenhanced font 'sans,10'
-set output 'out/netbench.png'
-set title "Requests (HTTP) and round trips (echo) per second, one server core, same run (higher is better)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set grid ytics
-set key outside bottom center horizontal
-set yrange [0:*]
-set format y "%.0s%c"
-plot '$work/plot.dat' using 2:xtic(1) title 'Tessera' lc rgb "#d62728", \
-     '' using 3 title 'Go net' lc rgb "#1f77b4", \
-     '' using 4 title 'nginx' lc rgb "#2ca02c", \
-     '' using 5 title 'std::thread per connection' lc rgb "#7f7f7f", \
-     '' using 6 title 'ceiling: one spinning epoll thread, no runtime' lc rgb "#bcbd22"
-GP
+gnuplot -e "dat='$work/plot.dat'; png='out/netbench.png'" bench/plots/netbench.gp
 echo "CSV: out/netbench.csv  plot: out/netbench.png"

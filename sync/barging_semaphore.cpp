@@ -12,7 +12,7 @@
 //   directly, at most once per 1 ms when it is an OS thread and once per 100 µs
 //   when a fiber, so a waiter k places back gets in within about (k + 1) ms (a
 //   thread) or 1 + k/10 ms (a fiber). It is sem_t's and std::counting_semaphore's
-//   policy, and the one that pays under contention: no hand-over convoy, the
+//   policy, and the one that pays under contention: no hand-off convoy, the
 //   holder keeps running on a warm cache (docs/benchmarks.md has the figures).
 //   The price: no arrival order, and p99.9 waits longer than restricted
 //   admission's. Counts are limited to 2^62-1 (two bits of the word are flags):
@@ -64,7 +64,7 @@ bool barging_semaphore::barge() noexcept {
   return true;
 }
 
-bool barging_semaphore::acquire_slow(const std::chrono::steady_clock::time_point* deadline) {
+bool barging_semaphore::acquire_slow(detail::deadline deadline) {
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(
       deadline, spin_budget, [this] { return barge(); },
@@ -97,7 +97,7 @@ void barging_semaphore::settle(std::uint64_t n, std::ptrdiff_t max, bool may_han
   unsigned woken = 0;
   queue_lock_.lock();
   auto* oldest = static_cast<node*>(queue_.front());
-  // Without a permit of its own to hand over (a chain wake), a due waiter is
+  // Without a permit of its own to hand off (a chain wake), a due waiter is
   // held back as by the rate limit.
   const fairness fair = oldest != nullptr ? fair_handoff(*oldest, oldest->since, next_fair_,
                                                          handoff_after, may_hand_off && n > 0)

@@ -23,8 +23,8 @@
 // and re-parks with a timeout of `kRetryAfter` (200 us) instead of waiting to be
 // woken by the next unlock. The owner's unlocks meanwhile stay on the fast path,
 // so a hot lock costs no futex_wake per burst and the waiter's retries do not
-// steal the owner's cache line every few microseconds (a quarter more
-// throughput at two threads). The price, bounded: if the owner then unlocks and leaves, the lock
+// steal the owner's cache line every few microseconds (docs/benchmarks.md,
+// "Constants"). The price, bounded: if the owner then unlocks and leaves, the lock
 // can stay free for up to kRetryAfter (plus the kernel's timer slack) before
 // that waiter notices. The 1 ms fair hand-off still reaches the sleeper (unlock
 // wakes it directly), and a thread that gives up (try_lock_for's deadline)
@@ -66,7 +66,7 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 #endif
 }
 
-bool mutex_core::lock_slow(const steady::time_point* deadline) {
+bool mutex_core::lock_slow(detail::deadline deadline) {
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
   // retries, so the owner's unlocks meanwhile take the fast path instead of
@@ -84,11 +84,13 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
         node n;
         n.who = self();
         n.since = since;
-        steady::time_point retry{};
-        const steady::time_point* until = deadline;
+        // With the token, wake up by kRetryAfter at the latest to retry.
+        bool retry_first = false;
+        detail::deadline until = deadline;
         if (token) {
-          retry = steady::now() + kRetryAfter;
-          if (deadline == nullptr || retry < *deadline) until = &retry;
+          const steady::time_point retry = steady::now() + kRetryAfter;
+          retry_first = !deadline.has_value() || retry < *deadline;
+          if (retry_first) until = retry;
         }
         const park_mark given =
             queue_while_held(state_, kLocked, kQueued, queue_lock_, queue_, n, requeue, until);
@@ -108,13 +110,13 @@ bool mutex_core::lock_slow(const steady::time_point* deadline) {
           return given;
         }
         // park_mark::none: our own retry timer, or the caller's deadline.
-        if (until == &retry && (deadline == nullptr || steady::now() < *deadline)) {
+        if (retry_first && !deadline.passed(steady::now())) {
           return park_mark::woken;
         }
         return park_mark::none;
       });
   if (got == acquire_result::handed)
-    note_owner();  // handed over: LOCKED is ours (a barge noted itself)
+    note_owner();  // handed off: LOCKED is ours (a barge noted itself)
   if (got == acquire_result::timed_out && token) return give_up_token();
   return got != acquire_result::timed_out;
 }
@@ -167,7 +169,7 @@ void mutex_core::unlock_slow() {
   queue_.unlink(*n);
   std::uint32_t next;
   do {
-    next = handoff ? s : ((s & ~kLocked) | kWoken);  // handoff: LOCKED stays set
+    next = handoff ? s : ((s & ~kLocked) | kWoken);  // hand-off: LOCKED stays set
     next = queue_.empty() ? (next & ~kQueued) : (next | kQueued);
   } while (
       !state_.compare_exchange_weak(s, next, std::memory_order_release, std::memory_order_relaxed));

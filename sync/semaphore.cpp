@@ -26,7 +26,7 @@
 //   cancelled ticket stuck. The uncontended fast paths never take the lock.
 //
 // Concurrency restriction (admission::restricted, the default)
-//   Strict FIFO collapses when threads outnumber cores: every hand-over goes to
+//   Strict FIFO collapses when threads outnumber cores: every hand-off goes to
 //   the oldest ticket, whose thread is usually parked or preempted, so each one
 //   costs a wake-up and a context switch (on 2 cores, some 150 times slower at 32
 //   threads than at 4). Following Dice's Malthusian locks (EuroSys 2017),
@@ -40,11 +40,11 @@
 //     member is woken to take a ticket (checked by every release, by whoever
 //     joins the lobby, and by whoever leaves it: no wake-up is lost).
 //   - Long-term fairness: the lobby's oldest member takes a ticket anyway once
-//     it has been oldest for kLobbyFairness (1 ms for a thread, 100 µs for a
-//     fiber) while the grant moved, so a circulating set cannot shut it out. A
-//     lobby of L callers is therefore left within about L such intervals of
-//     progress. (While the grant stands still it stays: nobody passes it; nor
-//     while older members called in for free permits have yet to take their
+//     it has been oldest for a fairness interval (kLobbyFairnessThread, 1 ms,
+//     for a thread; kFiberHandoffInterval, 100 µs, for a fiber) while the
+//     grant moved, so a circulating set cannot shut it out. A lobby of L callers is therefore left
+//     within about L such intervals of progress. (While the grant stands still it stays: nobody
+//     passes it; nor while older members called in for free permits have yet to take their
 //     tickets.) A forced member takes its ticket under the lobby lock, so no
 //     later member can take an earlier one.
 //   So admission is FIFO among tickets and FIFO within the lobby (members called
@@ -64,13 +64,12 @@
 #include "semaphore_errors.h"
 
 namespace tessera {
+namespace detail {
 
 twa_tuning& twa_config() noexcept {
   static twa_tuning tuning;
   return tuning;
 }
-
-namespace detail {
 
 namespace {
 std::string count_text(std::ptrdiff_t max) {
@@ -136,7 +135,7 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
   if (count + static_cast<std::int64_t>(n) > max) throw_past_max(n, count, max, "");
 }
 
-bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline) {
+bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
   auto& cfg = twa_config();
   const auto threshold =
       static_cast<std::int64_t>(cfg.long_term_threshold.load(std::memory_order_relaxed));
@@ -164,7 +163,7 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
       for (std::uint32_t i = 0; i < spins; ++i) {
         if (admitted(t)) return true;
         cpu_relax();
-        if (deadline != nullptr && (i & 255) == 255 &&
+        if (deadline.has_value() && (i & 255) == 255 &&
             std::chrono::steady_clock::now() >= *deadline) {
           r = spin_result::timed_out;
           break;
@@ -174,7 +173,7 @@ bool twa_semaphore::wait(std::uint64_t t, const std::chrono::steady_clock::time_
       for (std::uint32_t i = 0; i < yields; ++i) {
         yield_now();
         if (admitted(t)) return true;
-        if (deadline != nullptr && std::chrono::steady_clock::now() >= *deadline) return cancel(t);
+        if (deadline.has_value() && std::chrono::steady_clock::now() >= *deadline) return cancel(t);
       }
       if (chain_wait(chain, is_admitted, deadline)) return true;
       return cancel(t);
@@ -212,7 +211,7 @@ bool twa_semaphore::cancel(std::uint64_t t) {
     // when it comes (an untimed wait) rather than lose it.
     cancelled_.fetch_sub(1, std::memory_order_relaxed);
     unlock_cancellations();
-    wait(t, nullptr);
+    wait(t, {});
     return true;
   }
   unlock_cancellations();
@@ -259,8 +258,7 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
   if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
 }
 
-twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
-    const std::chrono::steady_clock::time_point* deadline) {
+twa_semaphore::lobby_leave twa_semaphore::lobby_wait(detail::deadline deadline) {
   using clock = std::chrono::steady_clock;
   park_node n;
   n.who = self();
@@ -278,7 +276,7 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
   clock::time_point head_since{};
   std::uint64_t grant_then = 0;
   for (;;) {
-    if (n.woken.load(std::memory_order_acquire) != park_mark::none) {
+    if (n.mark.load(std::memory_order_acquire) != park_mark::none) {
       return {lobby_exit::admitted, 0};
     }
     // Only the oldest member keeps a fairness timer; whoever takes the oldest
@@ -290,14 +288,14 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
     }
     const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
     const clock::time_point wake_at =
-        deadline != nullptr ? std::min(*deadline, forced_at) : forced_at;
+        deadline.has_value() ? std::min(*deadline, forced_at) : forced_at;
     if (wake_at == clock::time_point::max()) {
       park();
       continue;
     }
     if (park_until(wake_at)) continue;
     const auto now = clock::now();
-    const bool expired = deadline != nullptr && now >= *deadline;
+    const bool expired = deadline.has_value() && now >= *deadline;
     if (!expired && now < forced_at) continue;
     if (!expired) {
       // Oldest for `fairness`. If the grant has not moved, nobody passed us (the
@@ -311,7 +309,7 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
     // Leave the lobby: the deadline passed, or the queue moved on without us
     // for `fairness` while we were oldest.
     lobby_lock_.lock();
-    if (n.woken.load(std::memory_order_acquire) != park_mark::none) {  // admitted meanwhile
+    if (n.mark.load(std::memory_order_acquire) != park_mark::none) {  // admitted meanwhile
       lobby_lock_.unlock();
       return {lobby_exit::admitted, 0};
     }
@@ -337,8 +335,7 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(
   }
 }
 
-bool twa_semaphore::enter_from_lobby(lobby_leave left,
-                                     const std::chrono::steady_clock::time_point* deadline) {
+bool twa_semaphore::enter_from_lobby(lobby_leave left, detail::deadline deadline) {
   // A forced member took its ticket in lobby_wait(), under the lobby lock.
   const std::uint64_t t = left.how == lobby_exit::forced
                               ? left.ticket

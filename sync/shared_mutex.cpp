@@ -217,8 +217,7 @@ bool shared_timed_mutex::try_lock() {
 // Barge, spin, queue behind the writer: detail::barge_or_queue, with this
 // lock's queueing step.
 template <class TryBarge>
-detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared,
-                                                         const steady::time_point* deadline,
+detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::deadline deadline,
                                                          TryBarge&& barge) {
   return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
                                 [&](steady::time_point since, bool requeue) {
@@ -231,20 +230,20 @@ detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared,
                                 });
 }
 
-bool shared_timed_mutex::acquire(const steady::time_point* deadline) {
+bool shared_timed_mutex::acquire(detail::deadline deadline) {
   // Barged in or handed WRITER: either way, wait for the readers inside.
   return wait_in_queue(false, deadline, [this] { return take_writer(); }) !=
              detail::acquire_result::timed_out &&
          drain(deadline);
 }
 
-bool shared_timed_mutex::acquire_shared(const steady::time_point* deadline) {
-  // Handed over: counted in by the writer that handed over.
+bool shared_timed_mutex::acquire_shared(detail::deadline deadline) {
+  // Handed off: counted in by the writer that handed off.
   return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) !=
          detail::acquire_result::timed_out;
 }
 
-bool shared_timed_mutex::drain(const steady::time_point* deadline) {
+bool shared_timed_mutex::drain(detail::deadline deadline) {
   revoke_foreign_bias();
   unsigned spins = should_spin() ? kDrainSpinBudget : 0;
   for (;;) {
@@ -267,7 +266,7 @@ bool shared_timed_mutex::drain(const steady::time_point* deadline) {
     // and drainer_ and it unparks us. Once per park: rare, and a few µs.
     detail::flush_reader_counts();
     if (readers_inside() == 0) break;
-    if (deadline == nullptr) {
+    if (!deadline.has_value()) {
       park();
     } else if (!park_until(*deadline) && readers_inside() != 0) {
       drainer_.store(nullptr, std::memory_order_relaxed);

@@ -39,10 +39,10 @@ void poke(wait_element* e) noexcept {
   unpark(who);  // safe on a stale identity (park.h: type-stable records)
 }
 
-bool await_gate(wait_element& e, const std::chrono::steady_clock::time_point* deadline) {
+bool await_gate(wait_element& e, detail::deadline deadline) {
   // acquire: pairs with poke's release store.
   while (e.gate.load(std::memory_order_acquire) == 0) {
-    if (deadline == nullptr) {
+    if (!deadline.has_value()) {
       park();
     } else if (!park_until(*deadline)) {
       return e.gate.load(std::memory_order_acquire) != 0;
@@ -69,7 +69,7 @@ void withdraw(wait_chain& c, wait_element& e, wait_element* prv) noexcept {
     // its propagation reaches e; we still owe e's successor its poke.
     poke(prv);
   }
-  await_gate(e, nullptr);  // e must be unreachable before its stack frame dies
+  await_gate(e, {});  // e must be unreachable before its stack frame dies
 }
 
 }  // namespace detail
@@ -100,14 +100,14 @@ std::uint64_t key_monitor(std::uintptr_t key) noexcept {
 void key_wait(std::uintptr_t key, std::uint64_t sequence) {
   auto& c = detail::chain_for_key(key);
   auto changed = [&] { return c.sequence.load(std::memory_order_seq_cst) != sequence; };
-  detail::chain_wait(c, changed, nullptr);
+  detail::chain_wait(c, changed, {});
 }
 
 bool key_wait_until(std::uintptr_t key, std::uint64_t sequence,
                     std::chrono::steady_clock::time_point deadline) {
   auto& c = detail::chain_for_key(key);
   auto changed = [&] { return c.sequence.load(std::memory_order_seq_cst) != sequence; };
-  return detail::chain_wait(c, changed, &deadline);
+  return detail::chain_wait(c, changed, deadline);
 }
 
 void key_signal(std::uintptr_t key) noexcept {

@@ -13,7 +13,7 @@ void waiter_queue::push(keyed_park_node& n) noexcept {
 
 bool waiter_queue::remove(keyed_park_node& n) noexcept {
   lock();
-  const bool queued = n.woken.load(std::memory_order_relaxed) == park_mark::none;
+  const bool queued = n.mark.load(std::memory_order_relaxed) == park_mark::none;
   if (queued) list_.unlink(n);
   unlock();
   return queued;
@@ -59,13 +59,12 @@ int waiter_queue::wake_all(const void* key) noexcept {
   return count;
 }
 
-bool waiter_queue::await(keyed_park_node& n,
-                         const std::chrono::steady_clock::time_point* deadline) {
+bool waiter_queue::await(keyed_park_node& n, detail::deadline deadline) {
   // Woken just as it timed out: the notification is ours, keep it.
   return await_taken(n, deadline, lock_, list_, [] {}) != park_mark::none;
 }
 
-bool waiter_queue::await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline,
+bool waiter_queue::await(keyed_park_node& n, detail::deadline deadline,
                          const std::stop_token& stop) {
   // The stop flag is set before the callbacks run, and the callback's unpark
   // leaves a permit: a request landing after the check makes park() return.

@@ -152,7 +152,7 @@ TEST_P(ConstinitIn, GlobalMutexesExclude) {
 
 TEST(Constinit, GlobalConditionVariableWaitsForANotification) {
   watchdog dog("constinit condition_variable", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([] {
     std::atomic<int> state{0};
     bool ready = false;

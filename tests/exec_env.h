@@ -36,7 +36,7 @@ inline std::string to_string(exec_kind k) {
 }
 
 /// A set of concurrent participants of one kind. spawn() starts one at once
-/// (as an OS thread, or as a fiber of the group's Runtime; `mixed` alternates
+/// (as an OS thread, or as a fiber of the group's runtime; `mixed` alternates
 /// fiber, thread, fiber, ...); join() waits for all. The test body itself runs
 /// on the test's OS thread, so with fibers every test also crosses the
 /// thread/fiber boundary.
@@ -48,7 +48,7 @@ class group {
                              : kind_ == exec_kind::fibers_4w ? 4
                                                              : 2;
     driver_ = std::thread([this, workers] {
-      Runtime rt({.workers = workers});
+      runtime rt({.workers = workers});
       // The root fiber starts the fibers the test thread asks for, then joins them.
       rt.run([this] {
         std::vector<fiber> fibers;

@@ -1,5 +1,5 @@
 // The job system (tessera/jobs.h) in every execution environment: called from
-// a plain thread on a started Runtime, from fibers on 1, 2 and 4 workers, and
+// a plain thread on a started runtime, from fibers on 1, 2 and 4 workers, and
 // from a thread and a fiber at once (mixed).
 #include <tessera/jobs.h>
 #include <tessera/event.h>
@@ -27,28 +27,28 @@ namespace {
 using test::exec_kind;
 
 /// Calls body(rt) as the environment says: on the test thread with a started
-/// Runtime (threads), inside run() (fibers), or both at once (mixed).
-void in_env(exec_kind kind, const std::function<void(Runtime&)>& body) {
+/// runtime (threads), inside run() (fibers), or both at once (mixed).
+void in_env(exec_kind kind, const std::function<void(runtime&)>& body) {
   switch (kind) {
     case exec_kind::threads: {
-      Runtime rt({.workers = 2});
+      runtime rt({.workers = 2});
       rt.start();
       body(rt);
       rt.stop();
       return;
     }
     case exec_kind::mixed: {
-      Runtime rt({.workers = 2});
+      runtime rt({.workers = 2});
       rt.start();
-      auto f = rt.spawn([&] { body(rt); });
+      auto f = rt.submit([&] { body(rt); });
       body(rt);
-      f.join();
+      f.get();
       rt.stop();
       return;
     }
     default: {
       const unsigned w = kind == exec_kind::fibers_1w ? 1 : kind == exec_kind::fibers_4w ? 4 : 2;
-      Runtime rt({.workers = w});
+      runtime rt({.workers = w});
       rt.run([&] { body(rt); });
       return;
     }
@@ -58,7 +58,7 @@ void in_env(exec_kind kind, const std::function<void(Runtime&)>& body) {
 class Jobs : public ::testing::TestWithParam<exec_kind> {};
 
 TEST_P(Jobs, TaskGroupRunsEveryJobOnce) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     constexpr int kJobs = 2000;
     std::vector<std::atomic<int>> hits(kJobs);
     task_group g(rt);
@@ -69,7 +69,7 @@ TEST_P(Jobs, TaskGroupRunsEveryJobOnce) {
 }
 
 TEST_P(Jobs, TaskGroupRethrowsTheFirstExceptionOnceAndIsReusable) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     task_group g(rt);
     std::atomic<int> ran{0};
     for (int i = 0; i < 50; ++i) {
@@ -98,7 +98,7 @@ TEST_P(Jobs, TaskGroupRethrowsTheFirstExceptionOnceAndIsReusable) {
 }
 
 TEST_P(Jobs, CancelStopsUnstartedJobs) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     task_group g(rt);
     manual_reset_event gate;
     std::atomic<int> started{0};
@@ -129,7 +129,7 @@ TEST_P(Jobs, CancelStopsUnstartedJobs) {
 }
 
 TEST_P(Jobs, ParallelForCoversTheRangeExactlyOnce) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     for (std::size_t grain : {std::size_t{1}, std::size_t{7}, std::size_t{4096}}) {
       constexpr int kN = 100'003;
       std::vector<std::uint8_t> hit(kN, 0);
@@ -150,7 +150,7 @@ TEST_P(Jobs, ParallelForCoversTheRangeExactlyOnce) {
 }
 
 TEST_P(Jobs, ParallelForEachVisitsEveryElement) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     std::vector<int> v(10'000, 1);
     parallel_for_each(rt, v.begin(), v.end(), [](int& x) { x *= 3; });
     EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0), 30'000);
@@ -161,7 +161,7 @@ TEST_P(Jobs, ParallelForEachVisitsEveryElement) {
 }
 
 TEST_P(Jobs, ParallelReduceIsDeterministic) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     std::vector<double> x(200'000);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 / static_cast<double>(i + 1);
     auto sum = [&] {
@@ -183,7 +183,7 @@ TEST(JobsDeterminism, ReduceIsBitIdenticalAcrossWorkerCounts) {
   std::vector<double> x(100'000);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<double>(i)) * 1e-3;
   auto sum_on = [&](unsigned workers) {
-    Runtime rt({.workers = workers});
+    runtime rt({.workers = workers});
     return rt.run([&] {
       return parallel_reduce(
           blocked_range<std::size_t>(0, x.size()), 0.0,
@@ -200,7 +200,7 @@ TEST(JobsDeterminism, ReduceIsBitIdenticalAcrossWorkerCounts) {
 }
 
 TEST_P(Jobs, ExceptionsPropagateFromNestedParallelFor) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     std::atomic<int> after{0};
     EXPECT_THROW(parallel_for(rt, 0, 64,
                               [&](int i) {
@@ -215,7 +215,7 @@ TEST_P(Jobs, ExceptionsPropagateFromNestedParallelFor) {
 }
 
 TEST_P(Jobs, ParallelInvokeRunsAll) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     task_group outer(rt);
     std::atomic<int> mask{0};
     // parallel_invoke needs a fiber: run it as a job.
@@ -232,7 +232,7 @@ TEST_P(Jobs, JobsWaitMidwayOnACounterWithoutHoldingTheWorker) {
   // Naughty Dog's pattern: half the jobs wait on a counter that only the other
   // half brings to zero. With one worker this deadlocks unless a waiting job
   // parks only itself.
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     constexpr int kPairs = 200;
     wait_group counter;
     counter.add(kPairs);
@@ -250,7 +250,7 @@ TEST_P(Jobs, JobsWaitMidwayOnACounterWithoutHoldingTheWorker) {
   });
 }
 
-std::uint64_t frame_checksum(Runtime& rt, task_graph& g, std::vector<std::uint64_t>& out) {
+std::uint64_t frame_checksum(runtime& rt, task_graph& g, std::vector<std::uint64_t>& out) {
   g.run(rt);
   std::uint64_t h = 1469598103934665603ULL;
   for (std::uint64_t v : out) h = (h ^ v) * 1099511628211ULL;
@@ -258,7 +258,7 @@ std::uint64_t frame_checksum(Runtime& rt, task_graph& g, std::vector<std::uint64
 }
 
 TEST_P(Jobs, TaskGraphRerunsWithTheSameChecksum) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     // A diamond-rich graph of 20 nodes; each node folds its predecessors'
     // values, so any ordering error changes the checksum.
     constexpr int kNodes = 20;
@@ -297,7 +297,7 @@ TEST_P(Jobs, TaskGraphRerunsWithTheSameChecksum) {
 }
 
 TEST(TaskGraph, CyclesAndMisuseAreReported) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.start();
   task_graph g;
   auto a = g.emplace([] {});
@@ -330,7 +330,7 @@ TEST(TaskGraph, CyclesAndMisuseAreReported) {
 }
 
 TEST(TaskGraph, ANodeExceptionSkipsTheRestAndIsRethrown) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.start();
   task_graph g;
   std::atomic<int> ran{0};
@@ -350,7 +350,7 @@ TEST(JobsPriority, AHighJobOvertakesAFloodOfLowJobs) {
   // One worker, 5,000 queued low jobs of ~20 µs: a high job submitted after
   // them must run after at most one low job per worker plus the one pick in
   // 16 that may go to a lower class (tessera/jobs.h) — not after the flood.
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.start();
   task_group low(rt, priority::low), high(rt, priority::high);
   std::atomic<int> low_done{0};
@@ -378,7 +378,7 @@ TEST(JobsPriority, AHighJobOvertakesAFloodOfLowJobs) {
 }
 
 TEST(JobsPriority, LowJobsAreNotStarvedByAHighFlood) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.start();
   task_group low(rt, priority::low), high(rt, priority::high);
   std::atomic<int> high_done{0};
@@ -398,7 +398,7 @@ TEST(JobsPriority, LowJobsAreNotStarvedByAHighFlood) {
 
 TEST(PinnedQueue, JobsRunOnlyOnTheOwnerThread) {
   pinned_queue main_thread;
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.start();
   const auto me = std::this_thread::get_id();
   std::atomic<int> ran_here{0}, ran_elsewhere{0};
@@ -456,7 +456,7 @@ int fib(int n) {
 }
 
 TEST_P(Jobs, ForkJoinFib) {
-  in_env(GetParam(), [](Runtime& rt) {
+  in_env(GetParam(), [](runtime& rt) {
     task_group g(rt);
     int r = 0;
     g.run([&] { r = fib(20); });
@@ -477,7 +477,7 @@ int nest(int depth) {
 TEST(JobsDepth, TenThousandNestedTaskGroupsDoNotOverflow) {
   // Helping nests jobs on the waiter's stack only while 64 KiB are left; past
   // that the waiter parks and the chain continues on other runners' stacks.
-  Runtime rt({.workers = 2, .stack_size = 128 * 1024});
+  runtime rt({.workers = 2, .stack_size = 128 * 1024});
   EXPECT_EQ(rt.run([] { return nest(10'000); }), 10'000);
 }
 
@@ -488,16 +488,16 @@ TEST(Jobs, NoRuntimeIsAClearError) {
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("not a worker"), std::string::npos) << e.what();
   }
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   task_group g(rt);  // not running
   EXPECT_THROW(g.run([] {}), std::logic_error);
   EXPECT_EQ(g.wait(), task_group_status::complete);
 }
 
 TEST(Jobs, RunWaitsForQueuedJobs) {
-  // Jobs count as work of the Runtime: run() returns only after they end.
+  // Jobs count as work of the runtime: run() returns only after they end.
   std::atomic<int> ran{0};
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([&] {
     auto* g = new task_group;  // deliberately not waited on here
     for (int i = 0; i < 1000; ++i) g->run([&ran] { ran.fetch_add(1); });

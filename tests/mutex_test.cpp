@@ -162,7 +162,7 @@ TEST(Mutex, ManyFibersAllGetTheLockWhileOthersBarge) {
   // (How fast is fiberbench's `mutex latency`, not a test's business.)
   watchdog dog("512 fibers barging", 120s);
   constexpr int kFibers = 512;
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   const int had_it = rt.run([] {
     mutex m;
     std::atomic<bool> stop{false};

@@ -296,7 +296,7 @@ TEST_P(NetIn, UdpDatagramsRoundTripAndReceiveTimesOut) {
 
 TEST(Net, EndOfStreamAndResetAreDistinct) {
   watchdog dog("net eof vs reset", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([] {
     tcp_listener l = tcp_listener::listen("127.0.0.1:0");
     const std::string addr = loopback(l);
@@ -381,7 +381,7 @@ TEST(Net, TwoThousandConcurrentConnections) {
   ASSERT_GE(lim.rlim_cur, need) << "RLIMIT_NOFILE is " << lim.rlim_cur << " (hard " << lim.rlim_max
                                 << "); this test needs " << need
                                 << " descriptors: raise the hard limit (ulimit -Hn)";
-  Runtime rt({.workers = 2, .stack_size = 64 * 1024});
+  runtime rt({.workers = 2, .stack_size = 64 * 1024});
   const int ok = rt.run([&] {
     tcp_listener l = tcp_listener::listen("127.0.0.1:0", {.backlog = 4096});
     const std::string addr = loopback(l);
@@ -428,7 +428,7 @@ TEST(Net, TwoThousandConcurrentConnections) {
 // cancels it when that thread exits) must still wake its waiter next run.
 TEST(Net, ADescriptorRegisteredInOneRunWaitsInTheNext) {
   watchdog dog("net across runs", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
   const std::string addr = loopback(l);
   for (int round = 0; round < 3; ++round) {
@@ -454,7 +454,7 @@ TEST(Net, ADescriptorRegisteredInOneRunWaitsInTheNext) {
 TEST(Blocking, RunsCallsConcurrentlyAndPropagatesValuesAndExceptions) {
   watchdog dog("blocking pool", 60s);
   constexpr int kCalls = 8;
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([&] {
     // Each call waits inside the pool until all have arrived: only concurrent
     // helper threads can finish this (one worker: the fibers must park, not block).
@@ -479,7 +479,7 @@ TEST(Blocking, RunsCallsConcurrentlyAndPropagatesValuesAndExceptions) {
 }
 
 TEST(Net, ErrorsNameTheOperationAndEndpoint) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([] {
     // A port nobody listens on: bind one, note it, close it.
     std::string addr;
@@ -512,11 +512,11 @@ namespace {
 
 TEST(IoBackend, DescribeNamesTheBackendAskedFor) {
   {
-    Runtime rt({.workers = 1, .io = io_backend::epoll});
+    runtime rt({.workers = 1, .io = io_backend::epoll});
     EXPECT_NE(rt.describe().find("I/O: epoll"), std::string::npos) << rt.describe();
   }
   {
-    Runtime rt({.workers = 1, .io = io_backend::io_uring});
+    runtime rt({.workers = 1, .io = io_backend::io_uring});
     EXPECT_NE(rt.describe().find("I/O: io_uring"), std::string::npos) << rt.describe();
     // And it carries traffic: one echo round trip on loopback.
     rt.run([] {
@@ -540,7 +540,7 @@ TEST(IoBackend, DescribeNamesTheBackendAskedFor) {
 TEST(IoBackend, AnUnknownEnvironmentValueIsAClearError) {
   ::setenv("TESSERA_IO_BACKEND", "kqueue", 1);
   try {
-    Runtime rt({.workers = 1});
+    runtime rt({.workers = 1});
     ADD_FAILURE() << "no error for TESSERA_IO_BACKEND=kqueue";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("kqueue"), std::string::npos) << e.what();
@@ -548,7 +548,7 @@ TEST(IoBackend, AnUnknownEnvironmentValueIsAClearError) {
   ::unsetenv("TESSERA_IO_BACKEND");
   // An explicit choice is not overridden by the environment.
   ::setenv("TESSERA_IO_BACKEND", "io_uring", 1);
-  Runtime rt({.workers = 1, .io = io_backend::epoll});
+  runtime rt({.workers = 1, .io = io_backend::epoll});
   EXPECT_NE(rt.describe().find("I/O: epoll"), std::string::npos) << rt.describe();
   ::unsetenv("TESSERA_IO_BACKEND");
 }

@@ -12,9 +12,12 @@ namespace tessera::test {
 namespace {
 
 TEST(Park, UnparkBeforeParkMakesParkReturnAtOnce) {
+  watchdog guard("Park.UnparkBeforeParkMakesParkReturnAtOnce", 30s);
   unpark(self());
-  park();  // consumes the permit; would block forever without it
-  SUCCEED();
+  const auto start = clock::now();
+  park();  // consumes the permit; without it, the watchdog fails the test
+  EXPECT_LT(clock::now() - start, 1s) << "park() waited although a permit was available";
+  EXPECT_FALSE(park_until(clock::now() + 20ms)) << "park() left the permit behind";
 }
 
 TEST(Park, PermitsDoNotAccumulate) {
@@ -125,7 +128,8 @@ TEST(Park, UnparkingExitedThreadsIsHarmless) {
 }
 
 TEST(Park, UnparkNullIsIgnored) {
-  unpark(nullptr);
+  unpark(nullptr);  // must neither crash nor grant anybody a permit
+  EXPECT_FALSE(park_until(clock::now() + 20ms)) << "unpark(nullptr) granted the caller a permit";
 }
 
 // The façade's contract in every execution environment: the fiber path

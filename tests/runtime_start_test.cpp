@@ -1,4 +1,4 @@
-// Long-lived Runtimes: start(), spawn()/submit() from plain threads, stop()
+// Long-lived runtimes: start(), spawn()/submit() from plain threads, stop()
 // draining, and the misuse errors.
 #include <tessera/latch.h>
 #include <tessera/runtime.h>
@@ -17,7 +17,7 @@ namespace {
 
 TEST(RuntimeStart, PlainThreadsSubmitWorkAndGetResults) {
   watchdog dog("start/submit", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   EXPECT_FALSE(rt.running());
   rt.start();
   EXPECT_TRUE(rt.running());
@@ -42,7 +42,7 @@ TEST(RuntimeStart, PlainThreadsSubmitWorkAndGetResults) {
 }
 
 TEST(RuntimeStart, SubmittedExceptionsAreRethrownByGet) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.start();
   auto f = rt.submit([]() -> int { throw std::runtime_error("submitted failure"); });
   EXPECT_THROW(
@@ -62,13 +62,13 @@ TEST(RuntimeStart, SubmittedExceptionsAreRethrownByGet) {
 
 TEST(RuntimeStart, StopDrainsEveryFiberIncludingOnesStartedMeanwhile) {
   watchdog dog("stop drains", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.start();
   std::atomic<int> finished{0};
   counting_semaphore<> gate(0);
   // A spawned fiber that starts more fibers and waits on a semaphore a plain
   // thread releases only after stop() has begun.
-  fiber root = rt.spawn([&] {
+  rt.spawn([&] {
     std::vector<fiber> kids;
     for (int i = 0; i < 50; ++i) {
       kids.emplace_back([&] {
@@ -79,7 +79,6 @@ TEST(RuntimeStart, StopDrainsEveryFiberIncludingOnesStartedMeanwhile) {
     for (auto& k : kids) k.join();
     finished.fetch_add(1);
   });
-  root.detach();
   std::thread releaser([&] {
     std::this_thread::sleep_for(
         20ms);  // let stop() start waiting first (not a sync: either order passes)
@@ -92,25 +91,38 @@ TEST(RuntimeStart, StopDrainsEveryFiberIncludingOnesStartedMeanwhile) {
 
 TEST(RuntimeStart, FibersOfOneRuntimeFeedAnotherAndRestartWorks) {
   watchdog dog("two runtimes", 60s);
-  Runtime server({.workers = 1});
+  runtime server({.workers = 1});
   server.start();
-  Runtime client({.workers = 1});
+  runtime client({.workers = 1});
   const int got = client.run([&] {
-    // A fiber of another Runtime submits and waits by parking.
+    // A fiber of another runtime submits and waits by parking.
     return server.submit([] { return 7; }).get();
   });
   EXPECT_EQ(got, 7);
   server.stop();
-  server.start();  // a stopped Runtime starts again
+  server.start();  // a stopped runtime starts again
   EXPECT_EQ(server.submit([] { return 8; }).get(), 8);
   server.stop();
 }
 
+// runtime::spawn from a plain thread starts detached fibers, as tessera::spawn
+// does from a fiber: dropping nothing aborts, and stop() waits for them all
+// (the pattern the README shows: `rt.spawn(f)` in a loop).
+TEST(RuntimeStart, SpawnInALoopFromAThreadStartsDetachedFibers) {
+  watchdog dog("spawn in a loop", 60s);
+  runtime rt({.workers = 2});
+  rt.start();
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 1000; ++i) rt.spawn([&ran, i] { ran.fetch_add(i % 2 == 0 ? 1 : 2); });
+  rt.stop();
+  EXPECT_EQ(ran.load(), 500 * 1 + 500 * 2);
+}
+
 TEST(RuntimeStart, MisuseIsReportedWithTheRule) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   try {
     (void)rt.submit([] {});
-    FAIL() << "submit on a Runtime that is not running must throw";
+    FAIL() << "submit on a runtime that is not running must throw";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("not running"), std::string::npos) << e.what();
   }
@@ -133,12 +145,12 @@ TEST(RuntimeStart, MisuseIsReportedWithTheRule) {
 TEST(RuntimeStart, DestroyingAStartedRuntimeDrainsIt) {
   std::atomic<bool> ran{false};
   {
-    Runtime rt({.workers = 1});
+    runtime rt({.workers = 1});
     rt.start();
     rt.spawn([&] {
-        this_fiber::sleep_for(5ms);
-        ran = true;
-      }).detach();
+      this_fiber::sleep_for(5ms);
+      ran = true;
+    });
   }
   EXPECT_TRUE(ran.load());
 }

@@ -1,6 +1,7 @@
-// The fiber runtime: Runtime::run, fiber/spawn/this_fiber/fiber_local, the park
+// The fiber runtime: runtime::run, fiber/spawn/this_fiber/fiber_local, the park
 // path of fibers, work stealing, remote wake-ups of sleeping workers, timers,
 // shutdown, stack overflow reporting.
+#include <sched.h>
 #include <tessera/barrier.h>
 #include <tessera/latch.h>
 #include <tessera/mutex.h>
@@ -10,11 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -23,34 +27,56 @@ namespace tessera::test {
 namespace {
 
 TEST(Runtime, RunReturnsTheRootValue) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   EXPECT_EQ(rt.run([] { return 42; }), 42);
   EXPECT_EQ(rt.workers(), 2u);
   EXPECT_FALSE(rt.describe().empty());
 }
 
+// Cores the process may run on, counted independently of hwloc: the distinct
+// (package, core) pairs that sysfs gives for the CPUs of the affinity mask.
+unsigned cores_in_affinity_mask() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  std::set<std::pair<int, int>> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    int package = -1, core = -1;
+    std::ifstream(dir + "physical_package_id") >> package;
+    std::ifstream(dir + "core_id") >> core;
+    cores.insert({package, core < 0 ? cpu : core});
+  }
+  return static_cast<unsigned>(cores.size());
+}
+
 TEST(Runtime, DefaultWorkersIsOnePerCore) {
-  Runtime rt;
-  EXPECT_GE(rt.workers(), 1u);
-  EXPECT_NE(rt.describe().find("core"), std::string::npos) << rt.describe();
+  const unsigned cores = cores_in_affinity_mask();
+  ASSERT_GE(cores, 1u) << "sched_getaffinity/sysfs gave no CPU";
+  runtime rt;
+  EXPECT_EQ(rt.workers(), cores) << rt.describe();
+  EXPECT_NE(rt.describe().find(std::to_string(cores) + (cores == 1 ? " core" : " cores")),
+            std::string::npos)
+      << rt.describe();
 }
 
 TEST(Runtime, RunRethrowsTheRootException) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   EXPECT_THROW(rt.run([]() -> int { throw std::runtime_error("boom"); }), std::runtime_error);
   EXPECT_EQ(rt.run([] { return 7; }), 7) << "run() must work again after an exception";
 }
 
 TEST(Runtime, RunCanBeCalledAgainAndAgain) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   for (int i = 0; i < 20; ++i) EXPECT_EQ(rt.run([i] { return i; }), i);
 }
 
 TEST(Runtime, TwoRuntimesLiveInOneProcessAtOnce) {
-  Runtime a({.workers = 1}), b({.workers = 2});
+  runtime a({.workers = 1}), b({.workers = 2});
   counting_semaphore<> from_a(0), from_b(0);
   // A fiber of `a` and a fiber of `b` hand a token back and forth: wake-ups
-  // cross Runtimes through the inboxes.
+  // cross runtimes through the inboxes.
   std::thread ta([&] {
     a.run([&] {
       for (int i = 0; i < 1000; ++i) {
@@ -71,7 +97,7 @@ TEST(Runtime, TwoRuntimesLiveInOneProcessAtOnce) {
 }
 
 TEST(Runtime, RunFromItsOwnFiberIsRejected) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([&] {
     try {
       rt.run([] {});
@@ -84,16 +110,16 @@ TEST(Runtime, RunFromItsOwnFiberIsRejected) {
 
 TEST(Runtime, BadOptionsAreRejectedWithMessage) {
   try {
-    Runtime rt({.workers = 100000});
+    runtime rt({.workers = 100000});
     ADD_FAILURE() << "no exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("workers = 100000"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(Runtime({.stack_size = std::size_t{4} << 30}), std::invalid_argument);
+  EXPECT_THROW(runtime({.stack_size = std::size_t{4} << 30}), std::invalid_argument);
 }
 
 TEST(Fiber, JoinRethrowsAndIdsAreDistinct) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([] {
     fiber f([] { throw std::out_of_range("from fiber"); });
     EXPECT_TRUE(f.joinable());
@@ -108,7 +134,7 @@ TEST(Fiber, JoinRethrowsAndIdsAreDistinct) {
 }
 
 TEST(Fiber, PassesArgumentsByValue) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   EXPECT_EQ(rt.run([] {
     int out = 0;
     fiber f([&out](int a, std::string b) { out = a + static_cast<int>(b.size()); }, 40, "ab");
@@ -124,7 +150,7 @@ TEST(Fiber, StartingOutsideARuntimeIsAClearError) {
     f.join();
     ADD_FAILURE() << "no exception";
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("Runtime"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("runtime"), std::string::npos) << e.what();
   }
 }
 
@@ -132,7 +158,7 @@ TEST(FiberDeathTest, DestroyingAJoinableFiberTerminatesWithMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
-        Runtime rt({.workers = 1});
+        runtime rt({.workers = 1});
         rt.run([] { fiber f([] {}); });
       },
       "destroying a joinable fiber");
@@ -151,7 +177,7 @@ TEST(FiberDeathTest, StackOverflowIsReportedNamingTheFiber) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
-        Runtime rt({.workers = 1, .stack_size = 64 * 1024});
+        runtime rt({.workers = 1, .stack_size = 64 * 1024});
         rt.run([] {
           fiber f([] {
             // Unbounded recursion with a frame the optimiser cannot drop.
@@ -189,7 +215,7 @@ TEST(FiberDeathTest, StackOverflowIsReportedNamingTheFiber) {
 // highest left, so the fiber that takes its stack first sits above the next.)
 template <class Overflow>
 void overflow_above_a_neighbour(std::size_t stack_size, Overflow overflow) {
-  Runtime rt({.workers = 1, .stack_size = stack_size});
+  runtime rt({.workers = 1, .stack_size = stack_size});
   rt.run([&] {
     counting_semaphore<> go(0), hold(0);
     fiber f([&] {
@@ -215,7 +241,7 @@ TEST(FiberDeathTest, LargeFrameOverflowIsReportedNotSilent) {
 }
 
 TEST(Fiber, DetachedAndSleepingFibersFinishBeforeRunReturns) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   std::atomic<int> finished{0};
   const auto start = clock::now();
   rt.run([&] {
@@ -231,7 +257,7 @@ TEST(Fiber, DetachedAndSleepingFibersFinishBeforeRunReturns) {
 }
 
 TEST(Fiber, UnparkingFinishedFibersIsHarmless) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   std::vector<waiter*> stale;
   std::mutex mu;
   rt.run([&] {
@@ -265,7 +291,7 @@ TEST(Fiber, UnparkingFinishedFibersIsHarmless) {
 }
 
 TEST(Scheduler, IdleWorkersStealWork) {
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   std::mutex mu;
   std::set<std::thread::id> threads_seen;
   rt.run([&] {
@@ -289,7 +315,7 @@ TEST(Scheduler, IdleWorkersStealWork) {
 
 TEST(Scheduler, ThreadUnparkWakesAFiberWhileEveryWorkerSleeps) {
   watchdog dog("remote unpark", 60s);
-  Runtime rt({.workers = 2, .idle_spin = std::chrono::microseconds(10)});
+  runtime rt({.workers = 2, .idle_spin = std::chrono::microseconds(10)});
   counting_semaphore<> s(0);
   std::atomic<bool> woke{false};
   std::thread runner([&] {
@@ -311,7 +337,7 @@ TEST(Scheduler, ThreadUnparkWakesAFiberWhileEveryWorkerSleeps) {
 
 TEST(Scheduler, TimersFireInDeadlineOrder) {
   for (unsigned workers : {1u, 2u}) {
-    Runtime rt({.workers = workers});
+    runtime rt({.workers = workers});
     std::mutex mu;
     std::vector<int> order;
     rt.run([&] {
@@ -343,7 +369,7 @@ TEST(Scheduler, TimersFireInDeadlineOrder) {
 // at every pick: a sleeper must still wake on time while fibers on its worker
 // switch non-stop (the busy fibers would otherwise hold it off for 2 s).
 TEST(Scheduler, TimersFireWhileFibersKeepSwitching) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([] {
     std::atomic<bool> woke{false};
     const auto limit = clock::now() + 2s;
@@ -364,7 +390,7 @@ TEST(Scheduler, TimersFireWhileFibersKeepSwitching) {
 }
 
 TEST(Scheduler, TimedParkTimesOutAndUnparkBeatsTheTimer) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([] {
     const auto start = clock::now();
     EXPECT_FALSE(park_until(start + 15ms));
@@ -382,7 +408,7 @@ TEST(Scheduler, TimedParkTimesOutAndUnparkBeatsTheTimer) {
 // fiber slept forever (a TSan CI run caught it in the semaphore stress).
 TEST(Scheduler, TinyTimedParksAlwaysReturn) {
   watchdog dog("tiny timed parks", 60s);
-  Runtime rt({.workers = 4});
+  runtime rt({.workers = 4});
   std::atomic<long> returned{0};
   rt.run([&] {
     std::vector<fiber> fs;
@@ -400,7 +426,7 @@ TEST(Scheduler, TinyTimedParksAlwaysReturn) {
 }
 
 TEST(Scheduler, YieldInterleavesFibersOnOneWorker) {
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   std::vector<int> trace;
   rt.run([&] {
     fiber a([&] {
@@ -428,7 +454,7 @@ TEST(Scheduler, RunnextCannotStarveTheQueue) {
   // it starts then must run too. Starved, the root never wakes: the watchdog
   // fails the test with a message.
   watchdog dog("runnext starvation", 60s);
-  Runtime rt({.workers = 1});
+  runtime rt({.workers = 1});
   rt.run([] {
     std::atomic<bool> stop{false};
     std::atomic<long> rounds{0};
@@ -471,7 +497,7 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
   // With idle_spin 0 the other worker is asleep and finds b by polling.
   watchdog dog("runnext stealing", 120s);
   for (const auto spin : {std::chrono::microseconds(50), std::chrono::microseconds(0)}) {
-    Runtime rt({.workers = 2, .idle_spin = spin});
+    runtime rt({.workers = 2, .idle_spin = spin});
     rt.run([&] {
       for (int round = 0; round < 20; ++round) {
         latch started(2);
@@ -507,14 +533,14 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
 }
 
 TEST(Scheduler, AWorkerWokenFromDeepSleepWakesTheOtherOnceItFillsItsRunnext) {
-  // Both workers of a started Runtime sleep deep (nothing runs, so neither
+  // Both workers of a started runtime sleep deep (nothing runs, so neither
   // watches the runnext slots). A fiber submitted from this thread wakes one;
   // it wakes `b` into its runnext slot and then computes instead of parking.
   // The other worker must be woken by that fill and steal b: a worker that
   // turns busy defers waking a deep sleeper until its slot is filled, and a
   // lost deferred wake-up leaves b waiting for as long as the waker computes.
   watchdog dog("deep sleeper and runnext", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.start();
   for (int round = 0; round < 5; ++round) {
     latch started(2);
@@ -549,7 +575,7 @@ TEST(Scheduler, ParkUnparkRaceStress) {
   // Fibers on 4 workers and plain threads unpark each other in a ring as fast as
   // they can: every switch-out races an unpark. Nothing may be lost or run twice.
   watchdog dog("park/unpark race", 90s);
-  Runtime rt({.workers = 4});
+  runtime rt({.workers = 4});
   constexpr int kRing = 6, kLaps = 3000;
   std::vector<std::atomic<waiter*>> ids(kRing);
   std::vector<std::atomic<int>> tokens(kRing);
@@ -587,10 +613,10 @@ TEST(Scheduler, TimedAndUntimedParksRaceUnparksAndTimers) {
   // with deadlines of tens of microseconds, while a fiber on another worker and
   // a plain thread hand it tokens: unparks land on either parked value, during
   // the switch-out, and beside timers firing on other workers. Every token must
-  // be taken (a lost hand-over hangs the consumer), and a park_until() that
+  // be taken (a lost hand-off hangs the consumer), and a park_until() that
   // reports a timeout must not return before its deadline.
   watchdog dog("timed/untimed park race", 90s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   constexpr int kPerProducer = 20000;
   std::atomic<int> tokens{0};
   std::atomic<waiter*> consumer{nullptr};
@@ -634,7 +660,7 @@ TEST(Scheduler, TimerHeapStaysBoundedWhenFarDeadlinesEndEarly) {
   // read ends early. Those entries must not pile up until their deadlines come
   // due: the heap holds at most twice the live timers plus 64 (scheduler.h).
   watchdog dog("timer heap bound", 60s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   constexpr int kWaits = 100000;
   std::size_t most = 0;
   rt.run([&] {
@@ -672,7 +698,7 @@ TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
   };
   static fiber_local<counted> local;
   destroyed = 0;
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([] {
     std::vector<fiber> fs;
     for (int i = 0; i < 10; ++i) {
@@ -694,7 +720,7 @@ TEST(Fiber, ManyParkedFibersAreReleasedInOrder) {
   // 2000 fibers park on one semaphore, one after another (each starts only once
   // the one before it waits); single releases then admit them oldest first.
   watchdog dog("2000 parked fibers in order", 120s);
-  Runtime rt({.workers = 2});
+  runtime rt({.workers = 2});
   rt.run([] {
     constexpr int kFibers = 2000;
     counting_semaphore<> s(0);

@@ -1,8 +1,8 @@
 // Semaphores: the TWA counting_semaphore (behaviour, FIFO, timeouts, the timed-
 // acquisition stress, misuse) and the Listing 1/2 baselines.
-#include <tessera/baseline/ticket_semaphore.h>
-#include <tessera/baseline/twa_spin_semaphore.h>
 #include <tessera/semaphore.h>
+#include "baseline/ticket_semaphore.h"
+#include "baseline/twa_spin_semaphore.h"
 
 #include <algorithm>
 #include <array>
@@ -118,8 +118,9 @@ struct tuning {
 class scoped_tuning {
  public:
   explicit scoped_tuning(tuning t)
-      : saved_{twa_config().long_term_threshold.load(), twa_config().spin_iterations.load(),
-               twa_config().admission_window.load()} {
+      : saved_{detail::twa_config().long_term_threshold.load(),
+               detail::twa_config().spin_iterations.load(),
+               detail::twa_config().admission_window.load()} {
     set(t);
   }
   ~scoped_tuning() { set(saved_); }
@@ -128,9 +129,9 @@ class scoped_tuning {
 
  private:
   static void set(tuning t) {
-    twa_config().long_term_threshold = t.threshold;
-    twa_config().spin_iterations = t.spins;
-    twa_config().admission_window = t.window;
+    detail::twa_config().long_term_threshold = t.threshold;
+    detail::twa_config().spin_iterations = t.spins;
+    detail::twa_config().admission_window = t.window;
   }
   tuning saved_;
 };

@@ -1,7 +1,7 @@
 // shared_mutex in every execution environment: readers share, writers exclude,
 // neither side starves, standard lock adaptors, misuse.
-#include <tessera/baseline/preshing_shared_mutex.h>
 #include <tessera/shared_mutex.h>
+#include "baseline/preshing_shared_mutex.h"
 
 #include <atomic>
 #include <latch>

@@ -3,7 +3,9 @@
 //
 // Per-area headers, if you prefer:
 //   <tessera/park.h>               self/park/park_until/unpark (the park façade)
-//   <tessera/runtime.h>            Runtime, fiber, spawn, this_fiber, fiber_local
+//   <tessera/runtime.h>            runtime, fiber, spawn, this_fiber, fiber_local
+//   <tessera/io.h>                 io::descriptor (fiber-aware reads and writes, deadlines), io::blocking
+//   <tessera/net.h>                net::tcp_listener, net::tcp_stream (Go's net, Asio's names)
 //   <tessera/wait_chain.h>         address_wait_until, address_signal, key_monitor/key_wait/key_signal
 //   <tessera/location_wait.h>      location_wait, location_wake_all (Listing 5)
 //   <tessera/atomic_wait.h>        atomic_wait(_explicit), atomic_notify_one/all (P0514)
@@ -16,12 +18,8 @@
 //   <tessera/barrier.h>            barrier
 //   <tessera/wait_group.h>         wait_group
 //   <tessera/channel.h>            channel<T> (buffered or rendezvous, closable)
-//   <tessera/jobs.h>               task_group, parallel_for/_each/_reduce/_invoke, task_graph, pinned_queue
-//
-// Not included: the baselines the benchmarks and tests compare against,
-// <tessera/baseline/ticket_semaphore.h> (Dice & Kogan, Listing 1),
-// <tessera/baseline/twa_spin_semaphore.h> (Listing 2) and
-// <tessera/baseline/preshing_shared_mutex.h> (Preshing's RW lock).
+//   <tessera/jobs.h>               task_group, parallel_for/_each/_reduce/_invoke, task_graph, pinned_queue, priority
+//   <tessera/version.h>            TESSERA_VERSION_*, tessera::version
 // clang-format on
 #pragma once
 
@@ -30,10 +28,12 @@
 #include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
+#include <tessera/io.h>
 #include <tessera/jobs.h>
 #include <tessera/latch.h>
 #include <tessera/location_wait.h>
 #include <tessera/mutex.h>
+#include <tessera/net.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
 #include <tessera/semaphore.h>

@@ -10,7 +10,7 @@
 //   wait_group        the counter a job waits on mid-way (Naughty Dog's
 //                     counters): wait() parks only the job (tessera/wait_group.h)
 //
-// What a job is. A callable queued on a Runtime's workers and run there on a
+// What a job is. A callable queued on a runtime's workers and run there on a
 // worker's runner fiber, inline: starting one costs a deque push and pop, not
 // a fiber. A job may block on anything Tessera offers (mutex, wait_group,
 // channel, socket): its runner parks, the worker takes another runner (a
@@ -37,6 +37,7 @@
 // clang-format off
 #include "tessera/parallel.h"
 #include "tessera/pinned_queue.h"
+#include "tessera/priority.h"
 #include "tessera/task_graph.h"
 #include "tessera/task_group.h"
 #include "tessera/wait_group.h"

@@ -8,8 +8,8 @@
 //       std::plus<>());
 //
 // Contract
-// - Who may call: a fiber of a running Runtime (its Runtime is used), or any
-//   thread with the Runtime passed first. The caller takes part: it runs the
+// - Who may call: a fiber of a running runtime (its runtime is used), or any
+//   thread with the runtime passed first. The caller takes part: it runs the
 //   first piece itself, then waits as task_group::wait() does (helps, then
 //   parks a fiber / blocks a thread). Nested calls are fine (a piece may call
 //   parallel_for again).
@@ -26,7 +26,7 @@
 //   give bit-identical floating-point results on 1 or 64 workers.
 // - Errors: the first exception of any piece cancels the pieces not yet
 //   started and is rethrown to the caller once all started ones have ended.
-//   An empty range does nothing. A grain of 0 counts as 1. No Runtime and not
+//   An empty range does nothing. A grain of 0 counts as 1. No runtime and not
 //   on a fiber: std::logic_error.
 // - Memory ordering: everything before the call happens-before each piece;
 //   each piece happens-before the return.
@@ -45,7 +45,7 @@
 
 namespace tessera {
 
-class Runtime;
+class runtime;
 
 /// A half-open range [begin, end) of an integral type or a random-access
 /// iterator, with a grain size (oneTBB's tbb::blocked_range).
@@ -122,7 +122,7 @@ T reduce_pieces(runtime_impl* rt, Range r, const T& identity, const Body& body,
 
 /// Calls body(subrange) on pieces that together cover `range` exactly once.
 template <class Value, class Body>
-void parallel_for(Runtime& rt, const blocked_range<Value>& range, const Body& body) {
+void parallel_for(runtime& rt, const blocked_range<Value>& range, const Body& body) {
   detail::parallel_for_on(detail::impl_of(rt), range, body);
 }
 template <class Value, class Body>
@@ -133,7 +133,7 @@ void parallel_for(const blocked_range<Value>& range, const Body& body) {
 /// Calls f(i) for every i in [first, last), with the given minimum grain.
 template <class Index, class F,
           class = std::enable_if_t<std::is_integral_v<Index> && std::is_invocable_v<F&, Index>>>
-void parallel_for(Runtime& rt, Index first, Index last, const F& f, std::size_t grain = 1) {
+void parallel_for(runtime& rt, Index first, Index last, const F& f, std::size_t grain = 1) {
   parallel_for(rt, blocked_range<Index>(first, last, grain), [&f](const blocked_range<Index>& r) {
     for (Index i = r.begin(); i != r.end(); ++i) f(i);
   });
@@ -151,7 +151,7 @@ void parallel_for(Index first, Index last, const F& f, std::size_t grain = 1) {
 /// Calls f(*it) for every element of [first, last). Random-access iterators
 /// are split directly; others are first collected (one pass, sequential).
 template <class It, class F>
-void parallel_for_each(Runtime& rt, It first, It last, const F& f);
+void parallel_for_each(runtime& rt, It first, It last, const F& f);
 template <class It, class F>
 void parallel_for_each(It first, It last, const F& f) {
   if constexpr (std::is_base_of_v<std::random_access_iterator_tag,
@@ -167,7 +167,7 @@ void parallel_for_each(It first, It last, const F& f) {
   }
 }
 template <class It, class F>
-void parallel_for_each(Runtime& rt, It first, It last, const F& f) {
+void parallel_for_each(runtime& rt, It first, It last, const F& f) {
   if constexpr (std::is_base_of_v<std::random_access_iterator_tag,
                                   typename std::iterator_traits<It>::iterator_category>) {
     parallel_for(rt, blocked_range<It>(first, last), [&f](const blocked_range<It>& r) {
@@ -183,7 +183,7 @@ void parallel_for_each(Runtime& rt, It first, It last, const F& f) {
 /// Reduces `range`: body(subrange, identity) -> T for each piece, combined
 /// with reduction(T, T) -> T in range order. Deterministic (see above).
 template <class Value, class T, class Body, class Reduction>
-T parallel_reduce(Runtime& rt, const blocked_range<Value>& range, const T& identity,
+T parallel_reduce(runtime& rt, const blocked_range<Value>& range, const T& identity,
                   const Body& body, const Reduction& reduction) {
   if (range.empty()) return identity;
   const std::size_t chunk = std::max(range.grainsize(), (range.size() + detail::kReducePieces - 1) /
@@ -202,7 +202,7 @@ T parallel_reduce(const blocked_range<Value>& range, const T& identity, const Bo
 
 /// Runs every f concurrently (all but the last as jobs, the last on the
 /// caller) and returns when all have; rethrows the first exception. From a
-/// fiber of a running Runtime.
+/// fiber of a running runtime.
 template <class... F>
 void parallel_invoke(F&&... fs) {
   static_assert(sizeof...(F) >= 1, "tessera::parallel_invoke needs at least one function");

@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "tessera/condition_variable.h"
+#include "tessera/detail/deadline.h"
 #include "tessera/mutex.h"
 
 namespace tessera {
@@ -52,8 +53,7 @@ class pinned_queue {
   std::size_t run_pending();
   template <class Rep, class Period>
   bool wait_pending_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_steady(std::chrono::steady_clock::now() +
-                             std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+    return wait_until_steady(*detail::deadline::after(d));
   }
   /// Jobs queued right now (a snapshot).
   std::size_t size() const;

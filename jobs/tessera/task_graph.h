@@ -12,7 +12,7 @@
 //
 // Contract
 // - A run executes every node exactly once, each after all its predecessors
-//   have finished (happens-before), on the workers of the given Runtime (or
+//   have finished (happens-before), on the workers of the given runtime (or
 //   the caller's), as jobs (tessera/task_group.h says what a job may do: it
 //   may park, e.g. on a wait_group, the Naughty Dog counter pattern). Nodes
 //   with no path between them run in any order, concurrently.
@@ -44,7 +44,7 @@
 
 namespace tessera {
 
-class Runtime;
+class runtime;
 
 class task_graph {
   struct node_data;
@@ -79,12 +79,12 @@ class task_graph {
   }
   std::size_t size() const noexcept { return nodes_.size(); }
 
-  /// Runs the graph once on `rt` (any thread) or on the caller's Runtime (a
+  /// Runs the graph once on `rt` (any thread) or on the caller's runtime (a
   /// fiber), and waits for it; rethrows a node's exception.
-  void run(Runtime& rt);
+  void run(runtime& rt);
   void run();
   /// Starts a run and returns at once; wait() ends it.
-  void run_async(Runtime& rt);
+  void run_async(runtime& rt);
   void run_async();
   /// Waits for the run started by run_async(); rethrows a node's exception.
   /// Without a run in progress, returns at once.

@@ -1,26 +1,26 @@
 // tessera/task_group.h — task_group: run jobs, wait for them all (oneTBB's
 // tbb::task_group, on Tessera's scheduler).
 //
-//   tessera::task_group g;                 // on a fiber of a running Runtime
+//   tessera::task_group g;                 // on a fiber of a running runtime
 //   g.run([] { animate(); });
 //   g.run([] { simulate(); });
 //   g.wait();                              // helps, then parks; rethrows
 //
 // Contract
-// - Where jobs run: on the workers of the group's Runtime (the caller's, or the
+// - Where jobs run: on the workers of the group's runtime (the caller's, or the
 //   one passed), on a worker's runner fiber — a job costs a queue push and a
 //   call, not a fiber, unless it parks. A job may park (lock a mutex, wait on
 //   a wait_group, read a socket): only its runner parks; the worker goes on
 //   with other jobs. Jobs are taken newest first by the worker that queued
 //   them and oldest first by thieves (work stealing); no other order holds.
-// - wait(): from a fiber of the Runtime it first *helps* — runs queued jobs
+// - wait(): from a fiber of the runtime it first *helps* — runs queued jobs
 //   (of any group) inline on the caller's stack while it has 64 KiB of stack
 //   left, as oneTBB's wait does — and then parks until the group's last job
 //   has finished. From a plain thread it blocks. A helped job that parks parks
 //   the waiter with it. No spurious returns.
 // - Errors: an exception escaping a job cancels the group; wait() rethrows the
 //   first one (once) after every started job has finished. run() on a plain
-//   thread with no Runtime given, or on a Runtime that is not running, throws
+//   thread with no runtime given, or on a runtime that is not running, throws
 //   std::logic_error (the job is not queued).
 // - Cancellation: cancel() (or a job's exception) makes queued jobs of the
 //   group that have not started yet skip their body; running ones finish, and
@@ -42,18 +42,18 @@
 
 namespace tessera {
 
-class Runtime;
+class runtime;
 
 /// What wait() saw (oneTBB's names).
 enum class task_group_status { not_complete, complete, canceled };
 
 class task_group {
  public:
-  /// A group on the calling fiber's Runtime (std::logic_error on a plain thread).
+  /// A group on the calling fiber's runtime (std::logic_error on a plain thread).
   explicit task_group(priority p = priority::normal)
       : scope_(detail::runtime_for("tessera::task_group"), p) {}
   /// A group on `rt`, usable from any thread; rt must be running when run() is called.
-  explicit task_group(Runtime& rt, priority p = priority::normal)
+  explicit task_group(runtime& rt, priority p = priority::normal)
       : scope_(detail::impl_of(rt), p) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;

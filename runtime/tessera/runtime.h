@@ -1,12 +1,12 @@
-// tessera/runtime.h — fibers: Runtime, fiber, spawn, this_fiber, fiber_local.
+// tessera/runtime.h — fibers: runtime, fiber, spawn, this_fiber, fiber_local.
 //
-// A Runtime owns worker threads (one per core the process may use by default,
+// A runtime owns worker threads (one per core the process may use by default,
 // placed and pinned by hwloc within its affinity mask) that run fibers:
 // user-space threads switched by Boost.Context on pooled, guard-paged stacks.
 // Every primitive in sync/ works unchanged on them: the park façade (park.h)
 // parks a fiber by switching to the next runnable one.
 //
-//   tessera::Runtime rt({.workers = 2});
+//   tessera::runtime rt({.workers = 2});
 //   int sum = rt.run([] {
 //     tessera::fiber f([] { /* ... */ });
 //     f.join();
@@ -38,31 +38,38 @@
 #include <type_traits>
 #include <utility>
 
-#include "tessera/detail/fiber_task.h"
+#include "tessera/detail/deadline.h"
+#include "tessera/detail/unique_function.h"
 #include "tessera/park.h"
 #include "tessera/runtime_options.h"
 
 namespace tessera {
 
-class Runtime;
+class runtime;
+
+namespace sched {
+struct fiber_record;  // sched/scheduler.h
+class runtime_impl;
+}  // namespace sched
 
 namespace detail {
 
-struct fiber_record;  // sched/scheduler.h
-class runtime_impl;
+using sched::fiber_record;
+using sched::runtime_impl;
 
-/// Starts a fiber on the calling fiber's Runtime. Throws std::logic_error when the
-/// caller is not a fiber (or a worker) of a running Runtime.
-fiber_record* start_fiber(fiber_task body, bool joinable);
+/// Starts a fiber on the calling fiber's runtime. Throws std::logic_error when the
+/// caller is not a fiber (or a worker) of a running runtime.
+fiber_record* start_fiber(unique_function body, bool joinable);
 void join_fiber(fiber_record* f);
 void detach_fiber(fiber_record* f) noexcept;
-runtime_impl* impl_of(Runtime& rt) noexcept;  // tessera/detail/tasks.h
+/// The engine of `rt` (for the jobs layer).
+runtime_impl* impl_of(runtime& rt) noexcept;
 std::uint64_t fiber_id_of(const fiber_record* f) noexcept;
 std::uint64_t current_fiber_id() noexcept;
 
 template <class F, class... Args>
-fiber_task bind_task(F&& f, Args&&... args) {
-  return fiber_task(
+unique_function bind_call(F&& f, Args&&... args) {
+  return unique_function(
       [fn = std::forward<F>(f), tup = std::make_tuple(std::forward<Args>(args)...)]() mutable {
         std::apply([&fn](auto&... a) { std::invoke(fn, std::move(a)...); }, tup);
       });
@@ -78,31 +85,31 @@ class fiber;
 template <class R>
 class future;
 
-/// A Runtime: worker threads plus everything fibers need (stacks, queues,
+/// A runtime: worker threads plus everything fibers need (stacks, queues,
 /// timers). Not a singleton: several may live in one process, each with its own
 /// workers. Two ways to run it:
 /// - run(f): starts the workers, runs f as the root fiber and returns when it
 ///   and every fiber it started have finished (then the workers stop);
 /// - start() ... stop(): the workers run until stop(); meanwhile any thread
 ///   (a server's or a game's main thread, which does not live inside run())
-///   hands the Runtime work with spawn(f) or submit(f). stop() drains: it
-///   waits for every fiber to finish. Destroying a started Runtime stops it.
+///   hands the runtime work with spawn(f) or submit(f). stop() drains: it
+///   waits for every fiber to finish. Destroying a started runtime stops it.
 ///
 /// Errors: the constructor throws std::invalid_argument for bad options. run()
-/// or start() while this Runtime is already running, stop() without start(),
-/// stop() from one of its own fibers, and spawn/submit on a Runtime that is not
+/// or start() while this runtime is already running, stop() without start(),
+/// stop() from one of its own fibers, and spawn/submit on a runtime that is not
 /// running throw std::logic_error.
-class Runtime {
+class runtime {
  public:
   using options = runtime_options;
 
-  explicit Runtime(options opts = {});
-  ~Runtime();
-  Runtime(const Runtime&) = delete;
-  Runtime& operator=(const Runtime&) = delete;
+  explicit runtime(options opts = {});
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
 
   /// Runs `f` as the root fiber on the workers and blocks the caller (an OS
-  /// thread, or a fiber of *another* Runtime) until `f` has returned and every
+  /// thread, or a fiber of *another* runtime) until `f` has returned and every
   /// fiber started during the run has finished — detached ones and sleeping ones
   /// included (a fiber parked forever therefore keeps run() waiting, as a thread
   /// parked forever keeps join() waiting). Returns f's value or rethrows its
@@ -110,43 +117,47 @@ class Runtime {
   template <class F>
   std::invoke_result_t<std::decay_t<F>&> run(F&& f) {
     using R = std::invoke_result_t<std::decay_t<F>&>;
-    static_assert(!std::is_reference_v<R>, "Runtime::run: the root function must return by value");
+    static_assert(!std::is_reference_v<R>, "runtime::run: the root function must return by value");
     if constexpr (std::is_void_v<R>) {
-      run_root(detail::fiber_task([&f] { std::invoke(f); }));
+      run_root(detail::unique_function([&f] { std::invoke(f); }));
     } else {
       std::optional<R> out;
-      run_root(detail::fiber_task([&f, &out] { out.emplace(std::invoke(f)); }));
+      run_root(detail::unique_function([&f, &out] { out.emplace(std::invoke(f)); }));
       return std::move(*out);
     }
   }
 
   /// Starts the workers and returns at once; they run until stop().
   void start();
-  /// Waits until every fiber of this Runtime has finished (those started
+  /// Waits until every fiber of this runtime has finished (those started
   /// meanwhile included), then stops the workers. Called from a thread or from
-  /// a fiber of another Runtime, never from one of this Runtime's fibers.
+  /// a fiber of another runtime, never from one of this runtime's fibers.
   void stop();
   /// Whether the workers run (inside run(), or between start() and stop()).
   bool running() const noexcept;
 
-  /// Starts f(args...) as a fiber of this running Runtime, from any thread or
-  /// fiber, and returns its joinable handle (join() parks a fiber, blocks a
-  /// thread). From a plain thread the fiber goes to the Runtime's global queue
-  /// and wakes a sleeping worker. Throws std::logic_error if not running.
+  /// Starts f(args...) as a detached fiber of this running runtime, from any
+  /// thread or fiber — tessera::spawn (Go's `go`) for a caller that is not one
+  /// of its fibers. From a plain thread the fiber goes to the runtime's global
+  /// queue and wakes a sleeping worker. An exception escaping f terminates the
+  /// program, as one escaping a detached std::thread does; to wait for the
+  /// fiber or see its exception, use submit(). Throws std::logic_error if not
+  /// running (f is then not started).
   template <class F, class... Args>
-  fiber spawn(F&& f, Args&&... args);
+  void spawn(F&& f, Args&&... args);
 
-  /// As spawn(), for a result: returns a future whose get() waits (parks a
+  /// As spawn(), with a handle: returns a future whose get() waits (parks a
   /// fiber, blocks a thread) and returns f's value or rethrows its exception.
+  /// Discarding the future lets the fiber run on (see future).
   template <class F, class... Args>
-  auto submit(F&& f, Args&&... args)
+  [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>>;
 
   /// Number of worker threads.
   unsigned workers() const noexcept;
   const options& config() const noexcept;
   /// Where the workers go (cores, PUs, pinning, any hwloc fallback) and which
-  /// I/O poller backs the Runtime.
+  /// I/O poller backs the runtime.
   std::string describe() const;
 
   /// Counters since construction (for tests and benchmarks).
@@ -163,21 +174,22 @@ class Runtime {
   statistics stats() const noexcept;
 
  private:
-  friend detail::runtime_impl* detail::impl_of(Runtime& rt) noexcept;
-  void run_root(detail::fiber_task root);
-  detail::fiber_record* spawn_record(detail::fiber_task body);
+  friend detail::runtime_impl* detail::impl_of(runtime& rt) noexcept;
+  void run_root(detail::unique_function root);
+  detail::fiber_record* spawn_record(detail::unique_function body, bool joinable);
   std::unique_ptr<detail::runtime_impl> impl_;
 };
 
-/// A fiber, with std::thread's interface. The body runs on the Runtime of the
+/// A fiber, with std::thread's interface. The body runs on the runtime of the
 /// fiber that creates it; a fiber can only be created from a fiber of a running
-/// Runtime (std::logic_error otherwise).
+/// runtime (std::logic_error otherwise).
 ///
 /// An exception that escapes the body is stored and rethrown by join(); escaping
 /// a detached fiber's body it calls std::terminate (as std::thread does), after
 /// printing the fiber id and what(). Destroying or assigning over a joinable
-/// fiber prints a message naming the fiber and calls std::terminate.
-class fiber {
+/// fiber prints a message naming the fiber and calls std::terminate: keep the
+/// handle and join() or detach() it (tessera::spawn starts a detached fiber).
+class [[nodiscard]] fiber {
  public:
   /// Fiber identity; id{} is "not a fiber". Ordered, hashable, printable.
   class id {
@@ -197,7 +209,7 @@ class fiber {
   template <class F, class... Args,
             class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, fiber>>>
   explicit fiber(F&& f, Args&&... args)
-      : rec_(detail::start_fiber(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...),
+      : rec_(detail::start_fiber(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...),
                                  true)) {}
   fiber(fiber&& o) noexcept : rec_(std::exchange(o.rec_, nullptr)) {}
   fiber& operator=(fiber&& o) noexcept;
@@ -215,17 +227,17 @@ class fiber {
   id get_id() const noexcept { return id(rec_ != nullptr ? detail::fiber_id_of(rec_) : 0); }
 
  private:
-  friend class Runtime;
+  friend class runtime;
   explicit fiber(detail::fiber_record* rec) noexcept : rec_(rec) {}
   detail::fiber_record* rec_ = nullptr;
 };
 
-/// The result of Runtime::submit: a value (or exception) that will be there
+/// The result of runtime::submit: a value (or exception) that will be there
 /// once the submitted fiber has ended. Movable, not copyable. get() may be
 /// called once. Destroying a future that was never waited on lets the fiber
 /// run on (it is detached), as a discarded std::thread would not.
 template <class R>
-class future {
+class [[nodiscard]] future {
  public:
   future() noexcept = default;
   future(future&&) noexcept = default;
@@ -259,7 +271,7 @@ class future {
   }
 
  private:
-  friend class Runtime;
+  friend class runtime;
   struct result_box {
     std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
     std::exception_ptr error;
@@ -269,12 +281,12 @@ class future {
 };
 
 template <class F, class... Args>
-fiber Runtime::spawn(F&& f, Args&&... args) {
-  return fiber(spawn_record(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...)));
+void runtime::spawn(F&& f, Args&&... args) {
+  spawn_record(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...), false);
 }
 
 template <class F, class... Args>
-auto Runtime::submit(F&& f, Args&&... args)
+auto runtime::submit(F&& f, Args&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>> {
   using R = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&...>;
   future<R> out;
@@ -291,7 +303,7 @@ auto Runtime::submit(F&& f, Args&&... args)
       box->error = std::current_exception();
     }
   };
-  out.fiber_ = fiber(spawn_record(detail::fiber_task(std::move(body))));
+  out.fiber_ = fiber(spawn_record(detail::unique_function(std::move(body)), true));
   return out;
 }
 
@@ -299,13 +311,13 @@ auto Runtime::submit(F&& f, Args&&... args)
 /// preconditions as fiber's constructor.
 template <class F, class... Args>
 void spawn(F&& f, Args&&... args) {
-  detail::start_fiber(detail::bind_task(std::forward<F>(f), std::forward<Args>(args)...), false);
+  detail::start_fiber(detail::bind_call(std::forward<F>(f), std::forward<Args>(args)...), false);
 }
 
 /// Operations on the calling fiber. Called on an OS thread that is not a fiber,
 /// they act on the thread (std::this_thread) and get_id() returns fiber::id{}.
 namespace this_fiber {
-/// Lets every other runnable fiber on this Runtime run before the caller again
+/// Lets every other runnable fiber on this runtime run before the caller again
 /// (the caller goes to the back of the global queue).
 void yield();
 /// The calling fiber's id, or fiber::id{} on a thread.
@@ -315,13 +327,11 @@ fiber::id get_id() noexcept;
 void sleep_until(std::chrono::steady_clock::time_point deadline);
 template <class Clock, class Duration>
 void sleep_until(const std::chrono::time_point<Clock, Duration>& t) {
-  sleep_until(std::chrono::steady_clock::now() +
-              std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now()));
+  sleep_until(*detail::deadline::at(t));
 }
 template <class Rep, class Period>
 void sleep_for(const std::chrono::duration<Rep, Period>& d) {
-  sleep_until(std::chrono::steady_clock::now() +
-              std::chrono::ceil<std::chrono::steady_clock::duration>(d));
+  sleep_until(*detail::deadline::after(d));
 }
 }  // namespace this_fiber
 

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   bool threads = false;
   app.add_option("-n,--philosophers", philosophers, "philosophers at the table")->check(CLI::Range(2, 100000));
   app.add_option("-m,--meals", meals, "meals each")->check(CLI::Range(1, 100000000));
-  app.add_option("-w,--workers", workers, "Runtime workers (fiber mode)")->check(CLI::Range(1u, 1024u));
+  app.add_option("-w,--workers", workers, "runtime workers (fiber mode)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--threads", threads, "philosophers are OS threads instead of fibers");
   CLI11_PARSE(app, argc, argv);
 
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < philosophers; ++i) ts.emplace_back(philosopher, i);
     for (auto& t : ts) t.join();
   } else {
-    tessera::Runtime rt({.workers = workers});
+    tessera::runtime rt({.workers = workers});
     rt.run([&] {
       std::vector<tessera::fiber> fs;
       for (int i = 0; i < philosophers; ++i) fs.emplace_back(philosopher, i);

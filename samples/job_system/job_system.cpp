@@ -34,7 +34,7 @@ using frame::snapshot;
 struct tessera_backend {
   explicit tessera_backend(unsigned workers) : rt({.workers = workers}) { rt.start(); }
   ~tessera_backend() { rt.stop(); }
-  tessera::Runtime rt;
+  tessera::runtime rt;
 
   using graph = tessera::task_graph;
   using node = tessera::task_graph::node;

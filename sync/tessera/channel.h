@@ -28,11 +28,10 @@
 //   too large to allocate throws std::bad_alloc from the constructor.
 //
 // Peers: Go's chan (send on a closed channel panics there; here it fails), and
-// Boost.Fiber's buffered_channel / unbuffered_channel (channel_op_status). The
-// FAA-based lock-free channel of Koval & Elizarov is faster under heavy contention;
-// this one keeps every operation to a few instructions under one lock, which
-// on 2 cores is what bounds it anyway (fiberbench's `channel` rows measure it
-// beside Boost.Fiber's).
+// Boost.Fiber's buffered_channel / unbuffered_channel (channel_op_status).
+// Every operation is a few instructions under one lock (docs/design.md says
+// when that bounds it; fiberbench's `channel` rows measure it beside
+// Boost.Fiber's).
 //
 // Box office / bouncer (Preshing, "Semaphores are Surprisingly Versatile"). The box office is the
 // channel's state under its small spin lock (detail::spin_lock: a few instructions, never parked
@@ -75,15 +74,15 @@
 #include <utility>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
-#include "tessera/mutex.h"  // detail::to_steady, detail::deadline_after
 
 namespace tessera {
 
 /// What a channel operation did.
 enum class channel_status {
-  success,  ///< sent (buffered or handed over) / received
+  success,  ///< sent (buffered or handed off) / received
   empty,    ///< try_receive: nothing to take now
   full,     ///< try_send: no room now (capacity 0: no receiver waiting)
   closed,   ///< the channel is closed (a receive: and drained)
@@ -121,7 +120,7 @@ class channel {
   /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
   /// closed first.
   bool send(T&& v) {
-    return send_impl(v, nullptr, false) == channel_status::success;
+    return send_impl(v, {}, false) == channel_status::success;
   }
   bool send(const T& v) {
     T copy(v);
@@ -129,7 +128,7 @@ class channel {
   }
   /// Sends without waiting: success, full, or closed (`v` untouched unless success).
   channel_status try_send(T&& v) {
-    return send_impl(v, nullptr, true);
+    return send_impl(v, {}, true);
   }
   channel_status try_send(const T& v) {
     T copy(v);
@@ -138,36 +137,36 @@ class channel {
   /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
   template <class Rep, class Period>
   channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return send_impl(v, &deadline, false);
+    const auto deadline = detail::deadline::after(d);
+    return send_impl(v, deadline, false);
   }
   template <class Clock, class Duration>
   channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return send_impl(v, &deadline, false);
+    const auto deadline = detail::deadline::at(t);
+    return send_impl(v, deadline, false);
   }
 
   /// Receives the oldest value, parking while there is none. Returns nullopt
   /// once the channel is closed and drained.
   std::optional<T> receive() {
     std::optional<T> out;
-    (void)receive_impl(out, nullptr, false);
+    (void)receive_impl(out, {}, false);
     return out;
   }
   /// Receives without waiting: success (into `out`), empty, or closed (and drained).
   channel_status try_receive(T& out) {
-    return receive_into(out, nullptr, true);
+    return receive_into(out, {}, true);
   }
   /// receive() with a deadline: success (into `out`), closed, or timeout.
   template <class Rep, class Period>
   channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return receive_into(out, &deadline, false);
+    const auto deadline = detail::deadline::after(d);
+    return receive_into(out, deadline, false);
   }
   template <class Clock, class Duration>
   channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return receive_into(out, &deadline, false);
+    const auto deadline = detail::deadline::at(t);
+    return receive_into(out, deadline, false);
   }
 
   /// Closes the channel: later and parked sends fail; receives drain what is
@@ -273,8 +272,7 @@ class channel {
     --count_;
   }
 
-  channel_status send_impl(T& v, const std::chrono::steady_clock::time_point* deadline,
-                           bool try_only) {
+  channel_status send_impl(T& v, detail::deadline deadline, bool try_only) {
     lock_.lock();
     if (closed_) {
       lock_.unlock();
@@ -301,9 +299,7 @@ class channel {
     return park_in(senders_, n, deadline);
   }
 
-  channel_status receive_impl(std::optional<T>& out,
-                              const std::chrono::steady_clock::time_point* deadline,
-                              bool try_only) {
+  channel_status receive_impl(std::optional<T>& out, detail::deadline deadline, bool try_only) {
     lock_.lock();
     const bool buffered = count_ > 0;
     if (buffered) pop_front(out);
@@ -336,16 +332,14 @@ class channel {
 
   /// Called under lock_, which it lets go: queues `n` on `list` and parks until
   /// it is taken (success or closed) or the deadline passes (it leaves: timeout).
-  channel_status park_in(detail::park_list& list, detail::park_node& n,
-                         const std::chrono::steady_clock::time_point* deadline) {
+  channel_status park_in(detail::park_list& list, detail::park_node& n, detail::deadline deadline) {
     n.who = self();
     list.push_back(n);
     lock_.unlock();
     return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
   }
 
-  channel_status receive_into(T& out, const std::chrono::steady_clock::time_point* deadline,
-                              bool try_only) {
+  channel_status receive_into(T& out, detail::deadline deadline, bool try_only) {
     std::optional<T> got;
     const channel_status s = receive_impl(got, deadline, try_only);
     if (s == channel_status::success) out = std::move(*got);

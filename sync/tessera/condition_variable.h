@@ -36,6 +36,7 @@
 #include <mutex>
 #include <stop_token>
 
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/waiter_queue.h"
 #include "tessera/mutex.h"
 #include "tessera/park.h"
@@ -54,7 +55,7 @@ class cv_core {
   cv_core& operator=(const cv_core&) = delete;
 
   template <class Lock>
-  cv_status wait(Lock& lock, const std::chrono::steady_clock::time_point* deadline) {
+  cv_status wait(Lock& lock, detail::deadline deadline) {
     keyed_park_node n;
     n.who = self();
     queue_.push(n);
@@ -84,8 +85,7 @@ class cv_core {
   /// callback could yield to us, and we would return while it still used our
   /// node. We leave the queue ourselves once we see the request.
   template <class Lock>
-  bool wait(Lock& lock, const std::stop_token& stop,
-            const std::chrono::steady_clock::time_point* deadline) {
+  bool wait(Lock& lock, const std::stop_token& stop, detail::deadline deadline) {
     keyed_park_node n;
     n.who = self();
     queue_.push(n);
@@ -99,16 +99,15 @@ class cv_core {
     return woken;
   }
   /// [thread.condvarany.intwait]'s loop: until pred() holds, a stop is
-  /// requested or the deadline (null: none) passes; returns pred().
+  /// requested or the deadline (if any) passes; returns pred().
   template <class Lock, class Predicate>
-  bool wait_until(Lock& lock, const std::stop_token& stop,
-                  const std::chrono::steady_clock::time_point* deadline, Predicate& pred) {
+  bool wait_until(Lock& lock, const std::stop_token& stop, detail::deadline deadline,
+                  Predicate& pred) {
     while (!stop.stop_requested()) {
       if (pred()) return true;
       if (!stop.stop_possible()) {
         if (wait(lock, deadline) == cv_status::timeout) return pred();
-      } else if (!wait(lock, stop, deadline) && deadline != nullptr &&
-                 std::chrono::steady_clock::now() >= *deadline) {
+      } else if (!wait(lock, stop, deadline) && deadline.passed()) {
         return pred();
       }
     }
@@ -117,9 +116,9 @@ class cv_core {
 
   /// The predicate form of wait_until/wait_for shared by both condition variables.
   template <class Lock, class Predicate>
-  bool wait_until(Lock& lock, std::chrono::steady_clock::time_point deadline, Predicate& pred) {
+  bool wait_until(Lock& lock, detail::deadline deadline, Predicate& pred) {
     while (!pred()) {
-      if (wait(lock, &deadline) == cv_status::timeout) return pred();
+      if (wait(lock, deadline) == cv_status::timeout) return pred();
     }
     return true;
   }
@@ -139,7 +138,7 @@ class condition_variable {
   void notify_one() noexcept { core_.notify_one(); }
   void notify_all() noexcept { core_.notify_all(); }
 
-  void wait(std::unique_lock<mutex>& lock) { core_.wait(lock, nullptr); }
+  void wait(std::unique_lock<mutex>& lock) { core_.wait(lock, {}); }
   template <class Predicate>
   void wait(std::unique_lock<mutex>& lock, Predicate pred) {
     while (!pred()) wait(lock);
@@ -147,23 +146,23 @@ class condition_variable {
   template <class Clock, class Duration>
   cv_status wait_until(std::unique_lock<mutex>& lock,
                        const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return core_.wait(lock, &deadline);
+    const auto deadline = detail::deadline::at(t);
+    return core_.wait(lock, deadline);
   }
   template <class Clock, class Duration, class Predicate>
   bool wait_until(std::unique_lock<mutex>& lock, const std::chrono::time_point<Clock, Duration>& t,
                   Predicate pred) {
-    return core_.wait_until(lock, detail::to_steady(t), pred);
+    return core_.wait_until(lock, detail::deadline::at(t), pred);
   }
   template <class Rep, class Period>
   cv_status wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return core_.wait(lock, &deadline);
+    const auto deadline = detail::deadline::after(d);
+    return core_.wait(lock, deadline);
   }
   template <class Rep, class Period, class Predicate>
   bool wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& d,
                 Predicate pred) {
-    return core_.wait_until(lock, detail::deadline_after(d), pred);
+    return core_.wait_until(lock, detail::deadline::after(d), pred);
   }
 
  private:
@@ -183,7 +182,7 @@ class condition_variable_any {
 
   template <class Lock>
   void wait(Lock& lock) {
-    core_.wait(lock, nullptr);
+    core_.wait(lock, {});
   }
   template <class Lock, class Predicate>
   void wait(Lock& lock, Predicate pred) {
@@ -191,21 +190,21 @@ class condition_variable_any {
   }
   template <class Lock, class Clock, class Duration>
   cv_status wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return core_.wait(lock, &deadline);
+    const auto deadline = detail::deadline::at(t);
+    return core_.wait(lock, deadline);
   }
   template <class Lock, class Clock, class Duration, class Predicate>
   bool wait_until(Lock& lock, const std::chrono::time_point<Clock, Duration>& t, Predicate pred) {
-    return core_.wait_until(lock, detail::to_steady(t), pred);
+    return core_.wait_until(lock, detail::deadline::at(t), pred);
   }
   template <class Lock, class Rep, class Period>
   cv_status wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return core_.wait(lock, &deadline);
+    const auto deadline = detail::deadline::after(d);
+    return core_.wait(lock, deadline);
   }
   template <class Lock, class Rep, class Period, class Predicate>
   bool wait_for(Lock& lock, const std::chrono::duration<Rep, Period>& d, Predicate pred) {
-    return core_.wait_until(lock, detail::deadline_after(d), pred);
+    return core_.wait_until(lock, detail::deadline::after(d), pred);
   }
 
   // Interruptible waits (C++20 [thread.condvarany.intwait]): as the predicate
@@ -218,19 +217,19 @@ class condition_variable_any {
   // these waits. A token with no stop_source costs nothing extra.
   template <class Lock, class Predicate>
   bool wait(Lock& lock, std::stop_token stoken, Predicate pred) {
-    return core_.wait_until(lock, stoken, nullptr, pred);
+    return core_.wait_until(lock, stoken, {}, pred);
   }
   template <class Lock, class Clock, class Duration, class Predicate>
   bool wait_until(Lock& lock, std::stop_token stoken,
                   const std::chrono::time_point<Clock, Duration>& t, Predicate pred) {
-    const auto deadline = detail::to_steady(t);
-    return core_.wait_until(lock, stoken, &deadline, pred);
+    const auto deadline = detail::deadline::at(t);
+    return core_.wait_until(lock, stoken, deadline, pred);
   }
   template <class Lock, class Rep, class Period, class Predicate>
   bool wait_for(Lock& lock, std::stop_token stoken, const std::chrono::duration<Rep, Period>& d,
                 Predicate pred) {
-    const auto deadline = detail::deadline_after(d);
-    return core_.wait_until(lock, stoken, &deadline, pred);
+    const auto deadline = detail::deadline::after(d);
+    return core_.wait_until(lock, stoken, deadline, pred);
   }
 
  private:
@@ -267,7 +266,7 @@ class condition_variable_atomic {
   template <class T, class Predicate>
   void wait(const std::atomic<T>& object, typename std::atomic<T>::value_type /*old*/,
             Predicate pred, std::memory_order order = std::memory_order_seq_cst) {
-    while (!wait_step(object, pred, order, nullptr)) {
+    while (!wait_step(object, pred, order, {})) {
     }
   }
   template <class T, class Clock, class Duration>
@@ -281,23 +280,23 @@ class condition_variable_atomic {
   bool wait_until(const std::atomic<T>& object, typename std::atomic<T>::value_type /*old*/,
                   const std::chrono::time_point<Clock, Duration>& t, Predicate pred,
                   std::memory_order order = std::memory_order_seq_cst) {
-    const auto deadline = detail::to_steady(t);
+    const auto deadline = detail::deadline::at(t);
     for (;;) {
-      if (wait_step(object, pred, order, &deadline)) return true;
-      if (std::chrono::steady_clock::now() >= deadline) return pred(object.load(order));
+      if (wait_step(object, pred, order, deadline)) return true;
+      if (deadline.passed()) return pred(object.load(order));
     }
   }
   template <class T, class Rep, class Period>
   bool wait_for(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
                 const std::chrono::duration<Rep, Period>& d,
                 std::memory_order order = std::memory_order_seq_cst) {
-    return wait_until(object, old, detail::deadline_after(d), order);
+    return wait_until(object, old, *detail::deadline::after(d), order);
   }
   template <class T, class Rep, class Period, class Predicate>
   bool wait_for(const std::atomic<T>& object, typename std::atomic<T>::value_type old,
                 const std::chrono::duration<Rep, Period>& d, Predicate pred,
                 std::memory_order order = std::memory_order_seq_cst) {
-    return wait_until(object, old, detail::deadline_after(d), std::move(pred), order);
+    return wait_until(object, old, *detail::deadline::after(d), std::move(pred), order);
   }
 
  private:
@@ -306,7 +305,7 @@ class condition_variable_atomic {
   // and park until notified or the deadline.
   template <class T, class Predicate>
   bool wait_step(const std::atomic<T>& object, Predicate& pred, std::memory_order order,
-                 const std::chrono::steady_clock::time_point* deadline) {
+                 detail::deadline deadline) {
     if (pred(object.load(order))) return true;
     detail::keyed_park_node n;
     n.who = self();

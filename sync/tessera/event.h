@@ -28,6 +28,7 @@
 #include <chrono>
 
 #include "tessera/atomic_wait.h"
+#include "tessera/detail/deadline.h"
 #include "tessera/semaphore.h"
 
 namespace tessera {
@@ -112,8 +113,7 @@ class manual_reset_event {
   }
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) const {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(d);
+    const auto deadline = *detail::deadline::after(d);
     while (state_.load(std::memory_order_acquire) == 0) {
       if (!atomic_wait_until(&state_, 0u, deadline)) return is_set();
     }

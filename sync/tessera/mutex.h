@@ -47,6 +47,7 @@
 #include <cstdint>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
@@ -82,11 +83,11 @@ class mutex_core {
     return true;
   }
   void lock() {
-    if (!try_lock()) lock_slow(nullptr);
+    if (!try_lock()) lock_slow({});
   }
-  bool lock_until(std::chrono::steady_clock::time_point deadline) {
+  bool lock_until(detail::deadline deadline) {
     if (try_lock()) return true;
-    return lock_slow(&deadline);
+    return lock_slow(deadline);
   }
   void unlock(const char* type) {
     check_owner(type);
@@ -108,7 +109,7 @@ class mutex_core {
 
  private:
   struct node;
-  bool lock_slow(const std::chrono::steady_clock::time_point* deadline);
+  bool lock_slow(detail::deadline deadline);
   void unlock_slow();
   bool give_up_token() noexcept;
   void lock_queue() noexcept { queue_lock_.lock(); }
@@ -167,23 +168,6 @@ inline bool recursion::leave() noexcept {
   return true;
 }
 
-template <class Clock, class Duration>
-std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& t) {
-  if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-    return std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t);
-  } else {
-    return std::chrono::steady_clock::now() +
-           std::chrono::ceil<std::chrono::steady_clock::duration>(t - Clock::now());
-  }
-}
-
-/// The steady_clock deadline `d` from now (rounded up: never early).
-template <class Rep, class Period>
-std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& d) {
-  return std::chrono::steady_clock::now() +
-         std::chrono::ceil<std::chrono::steady_clock::duration>(d);
-}
-
 }  // namespace detail
 
 /// A mutex with std::mutex's interface (Lockable): works with std::lock_guard,
@@ -212,11 +196,11 @@ class timed_mutex {
   bool try_lock() noexcept { return core_.try_lock(); }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return core_.lock_until(detail::deadline_after(d));
+    return core_.lock_until(detail::deadline::after(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    return core_.lock_until(detail::to_steady(t));
+    return core_.lock_until(detail::deadline::at(t));
   }
   void unlock() { core_.unlock("tessera::timed_mutex"); }
 
@@ -268,11 +252,11 @@ class recursive_timed_mutex {
   }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until(detail::deadline_after(d));
+    return try_lock_until(*detail::deadline::after(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
+    const auto deadline = detail::deadline::at(t);
     return rec_.enter([&] { return core_.lock_until(deadline); }, "tessera::recursive_timed_mutex");
   }
   void unlock();

@@ -8,10 +8,11 @@
 //     fifo        strict first-come-first-enabled: every blocking acquirer takes
 //                 a ticket at once and tickets are served in fetch_add order.
 //     restricted  (default) FIFO among tickets, but an acquirer that finds
-//                 `admission_window` tickets already queued waits in a FIFO lobby
+//                 one ticket already queued beyond the holders waits in a FIFO lobby
 //                 without one; the lobby's oldest is called in when a permit is
-//                 free, or forced in after kLobbyFairness (1 ms for a thread,
-//                 100 µs for a fiber) of progress without it. So a lobby of L
+//                 free, or forced in after a fairness interval of progress
+//                 without it (kLobbyFairnessThread, 1 ms, for a thread;
+//                 kFiberHandoffInterval, 100 µs, for a fiber). So a lobby of L
 //                 callers empties within about L such intervals.
 //     barging     no tickets (tessera/detail/barging_semaphore.h): a free permit
 //                 goes to whoever takes it first; a waiter queued for 1 ms is
@@ -50,6 +51,7 @@
 #include <tessera/detail/park_list.h>
 #include <tessera/detail/spin_lock.h>
 #include <tessera/wait_chain.h>
+#include "tessera/detail/deadline.h"
 
 #include <atomic>
 #include <chrono>
@@ -62,8 +64,25 @@
 
 namespace tessera {
 
+/// How a counting_semaphore admits acquirers (a Tessera extension).
+enum class admission {
+  /// Strict FIFO over every blocking acquirer: the paper's TWA semaphore.
+  fifo,
+  /// FIFO among queued tickets, with at most one of them queued beyond the
+  /// holders; further acquirers wait in a FIFO lobby (the default).
+  restricted,
+  /// No tickets: a free permit goes to whoever takes it first, newcomers
+  /// included, with eventual fairness (a waiter older than 1 ms is handed a
+  /// permit). The throughput policy of sem_t and of tessera::mutex.
+  barging,
+};
+
+namespace detail {
+
 /// Tunables of the TWA semaphore's waiting strategy (process-wide; read on slow
-/// paths only, so they may be changed at any time, e.g. by a benchmark sweep).
+/// paths only, so they may be changed at any time). Not an interface: the
+/// defaults are the measured ones (docs/benchmarks.md); semabench's sweep and
+/// the tests change them.
 struct twa_tuning {
   /// Waiters fewer than this many tickets from the grant wait short-term
   /// (spin, then park); the others park at once. Listing 2 default: 1. 0 = never spin.
@@ -72,7 +91,7 @@ struct twa_tuning {
   std::atomic<std::uint32_t> spin_iterations{1024};
   /// After spinning, times a short-term waiter yields its processor (staying
   /// runnable, so a preempted ticket holder can run) before it parks. Under
-  /// oversubscription this turns a futex wake per hand-over into a cheaper yield.
+  /// oversubscription this turns a futex wake per hand-off into a cheaper yield.
   std::atomic<std::uint32_t> yield_iterations{0};
   /// Concurrency restriction (admission::restricted): an acquirer that finds
   /// this many tickets or more queued beyond the grant waits in the lobby
@@ -86,23 +105,8 @@ struct twa_tuning {
   static constexpr std::uint32_t kDefaultAdmissionWindow = 1;
 };
 
-/// How a counting_semaphore admits acquirers (a Tessera extension).
-enum class admission {
-  /// Strict FIFO over every blocking acquirer: the paper's TWA semaphore.
-  fifo,
-  /// FIFO among queued tickets, with at most twa_tuning::admission_window of
-  /// them queued; further acquirers wait in a FIFO lobby (the default).
-  restricted,
-  /// No tickets: a free permit goes to whoever takes it first, newcomers
-  /// included, with eventual fairness (a waiter older than 1 ms is handed a
-  /// permit). The throughput policy of sem_t and of tessera::mutex.
-  barging,
-};
-
 /// The process-wide tuning block.
 twa_tuning& twa_config() noexcept;
-
-namespace detail {
 
 /// The untyped TWA semaphore behind counting_semaphore<N>. Fast paths inline;
 /// waiting, waking and cancellation in sync/semaphore.cpp.
@@ -118,12 +122,12 @@ class twa_semaphore {
 
   void acquire() {
     if (crowded()) [[unlikely]] {
-      enter_from_lobby(lobby_wait(nullptr), nullptr);
+      enter_from_lobby(lobby_wait({}), {});
       return;
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (admitted(t)) return;
-    wait(t, nullptr);
+    wait(t, {});
   }
 
   bool try_acquire() noexcept {
@@ -142,13 +146,13 @@ class twa_semaphore {
     if (try_acquire()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
     if (crowded()) [[unlikely]] {
-      const lobby_leave left = lobby_wait(&deadline);
+      const lobby_leave left = lobby_wait(deadline);
       if (left.how == lobby_exit::timed_out) return try_acquire();  // no ticket held: just leave
-      return enter_from_lobby(left, &deadline);
+      return enter_from_lobby(left, deadline);
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (admitted(t)) return true;
-    return wait(t, &deadline);
+    return wait(t, deadline);
   }
 
   void release(std::ptrdiff_t update, std::ptrdiff_t max) {
@@ -222,7 +226,7 @@ class twa_semaphore {
     return twa_hash(ticket) + static_cast<std::uint32_t>(chain_count / 2);
   }
 
-  bool wait(std::uint64_t t, const std::chrono::steady_clock::time_point* deadline);
+  bool wait(std::uint64_t t, detail::deadline deadline);
   /// How a caller left the lobby: called in for a free permit (counted in
   /// entering_ until it takes its ticket), forced in by the fairness timer
   /// (it took its ticket under lobby_lock_, so no later member passes it), or
@@ -232,8 +236,8 @@ class twa_semaphore {
     lobby_exit how;
     std::uint64_t ticket;  // the ticket a forced member took; else unused
   };
-  lobby_leave lobby_wait(const std::chrono::steady_clock::time_point* deadline);
-  bool enter_from_lobby(lobby_leave left, const std::chrono::steady_clock::time_point* deadline);
+  lobby_leave lobby_wait(detail::deadline deadline);
+  bool enter_from_lobby(lobby_leave left, detail::deadline deadline);
   void admit_from_lobby() noexcept;
   /// Under lobby_lock_: takes `n` off the lobby list and out of the count.
   void leave_lobby(park_node& n) noexcept {
@@ -380,8 +384,7 @@ class counting_semaphore {
   template <class Rep, class Period>
   bool try_acquire_for(const std::chrono::duration<Rep, Period>& rel_time) {
     if (rel_time <= rel_time.zero()) return try_acquire();
-    const auto d = std::chrono::ceil<std::chrono::steady_clock::duration>(rel_time);
-    return core_.try_acquire_until(std::chrono::steady_clock::now() + d);
+    return core_.try_acquire_until(*detail::deadline::after(rel_time));
   }
 
   /// Takes a permit, waiting until `abs_time` on `Clock` at most. Returns false,
@@ -389,8 +392,7 @@ class counting_semaphore {
   template <class Clock, class Duration>
   bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& abs_time) {
     if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-      return core_.try_acquire_until(
-          std::chrono::time_point_cast<std::chrono::steady_clock::duration>(abs_time));
+      return core_.try_acquire_until(*detail::deadline::at(abs_time));
     } else {
       // Other clocks may jump: wait in steady-clock slices until Clock says so.
       for (;;) {

@@ -60,10 +60,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/reader_slots.h"
 #include "tessera/detail/spin_lock.h"
-#include "tessera/mutex.h"  // detail::to_steady, detail::deadline_after
 
 namespace tessera {
 
@@ -79,18 +79,18 @@ class shared_timed_mutex {
   shared_timed_mutex(const shared_timed_mutex&) = delete;
   shared_timed_mutex& operator=(const shared_timed_mutex&) = delete;
 
-  void lock() { (void)acquire(nullptr); }
+  void lock() { (void)acquire({}); }
   /// Fails if the lock is held either way (readers inside included).
   bool try_lock();
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return acquire(&deadline);
+    const auto deadline = detail::deadline::after(d);
+    return acquire(deadline);
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return acquire(&deadline);
+    const auto deadline = detail::deadline::at(t);
+    return acquire(deadline);
   }
   /// Precondition: held exclusively by the caller.
   void unlock() {
@@ -104,7 +104,7 @@ class shared_timed_mutex {
   }
 
   void lock_shared() {
-    if (!try_lock_shared()) (void)acquire_shared(nullptr);
+    if (!try_lock_shared()) (void)acquire_shared({});
   }
   /// Fails only if a writer holds the lock (or is draining readers to take it).
   bool try_lock_shared() noexcept {
@@ -142,13 +142,13 @@ class shared_timed_mutex {
   }
   template <class Rep, class Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline_after(d);
-    return try_lock_shared() || acquire_shared(&deadline);
+    const auto deadline = detail::deadline::after(d);
+    return try_lock_shared() || acquire_shared(deadline);
   }
   template <class Clock, class Duration>
   bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::to_steady(t);
-    return try_lock_shared() || acquire_shared(&deadline);
+    const auto deadline = detail::deadline::at(t);
+    return try_lock_shared() || acquire_shared(deadline);
   }
   /// Precondition: held shared by the caller.
   void unlock_shared() {
@@ -223,13 +223,11 @@ class shared_timed_mutex {
   bool biased_entry_changed(slot& mine, std::uint32_t slot_code) noexcept;
   void revoke_foreign_bias() noexcept;
   bool take_writer() noexcept;
-  bool acquire(const std::chrono::steady_clock::time_point* deadline);
-  bool acquire_shared(const std::chrono::steady_clock::time_point* deadline);
+  bool acquire(detail::deadline deadline);
+  bool acquire_shared(detail::deadline deadline);
   template <class TryBarge>
-  detail::acquire_result wait_in_queue(bool shared,
-                                       const std::chrono::steady_clock::time_point* deadline,
-                                       TryBarge&& barge);
-  bool drain(const std::chrono::steady_clock::time_point* deadline);
+  detail::acquire_result wait_in_queue(bool shared, detail::deadline deadline, TryBarge&& barge);
+  bool drain(detail::deadline deadline);
   std::int64_t readers_inside() const noexcept;
   void back_off(slot& mine, std::uint32_t slot_code) noexcept;
   void wake_drainer() noexcept;

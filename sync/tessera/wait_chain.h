@@ -37,6 +37,7 @@
 #pragma once
 
 #include <tessera/park.h>
+#include "tessera/detail/deadline.h"
 
 #include <atomic>
 #include <chrono>
@@ -90,7 +91,7 @@ inline void signal_chain_polite(wait_chain& c) noexcept {
 }
 
 /// Blocks until e's gate opens; returns false if `deadline` (may be null) passed first.
-bool await_gate(wait_element& e, const std::chrono::steady_clock::time_point* deadline);
+bool await_gate(wait_element& e, detail::deadline deadline);
 
 /// Gets a mis-queued (or timed-out) element off chain `c` (Listing 3's recovery):
 /// CAS undo when e is still the head; otherwise flush the chain. Returns only
@@ -101,8 +102,7 @@ void withdraw(wait_chain& c, wait_element& e, wait_element* prv) noexcept;
 /// The waiting loop of Listing 3, on one chain, with an optional deadline.
 /// Returns the predicate's last value (falsy only on timeout).
 template <class Pred>
-auto chain_wait(wait_chain& c, Pred& satisfied,
-                const std::chrono::steady_clock::time_point* deadline) {
+auto chain_wait(wait_chain& c, Pred& satisfied, detail::deadline deadline) {
   for (;;) {
     if (auto v = satisfied()) return v;
     wait_element e;
@@ -131,7 +131,7 @@ auto chain_wait(wait_chain& c, Pred& satisfied,
 /// re-evaluates; never returns with a falsy value.
 template <class Pred>
 auto address_wait_until(std::uintptr_t key, Pred&& satisfied) {
-  return detail::chain_wait(detail::chain_for_key(key), satisfied, nullptr);
+  return detail::chain_wait(detail::chain_for_key(key), satisfied, {});
 }
 
 /// As above, but gives up at `deadline` (steady_clock). Returns the predicate's
@@ -139,7 +139,7 @@ auto address_wait_until(std::uintptr_t key, Pred&& satisfied) {
 template <class Pred>
 auto address_wait_until(std::uintptr_t key, Pred&& satisfied,
                         std::chrono::steady_clock::time_point deadline) {
-  return detail::chain_wait(detail::chain_for_key(key), satisfied, &deadline);
+  return detail::chain_wait(detail::chain_for_key(key), satisfied, deadline);
 }
 
 /// Wakes every waiter on `key`'s chain (Listing 3, AddressSignal). Call after

@@ -1,5 +1,5 @@
 /* SPIN model of how a Runtime knows its run is over when jobs are queued
- * (sched/tasks.cpp, runtime_impl::fiber_finished and work_left): `live`
+ * (sched/job_queue.cpp, runtime_impl::fiber_finished and work_left): `live`
  * counts fibers and *active* runners, not jobs; a job queued by a live fiber
  * or runner is covered by it until a runner takes it; whoever brings `live`
  * to zero looks at the job queues, and at `live` once more, before it
@@ -78,11 +78,11 @@ active [2] proctype worker() {
   bit took;
   do
   :: all_done -> break
-  :: queued > 0 ->               /* has_task_work(): a runner is handed out */
+  :: queued > 0 ->               /* has_job_work(): a runner is handed out */
      atomic { live++; epoch++ };  /* acquire_runner(), before the first take */
      took = 0;
      do
-     :: atomic { queued > 0 -> queued--; running++ };   /* take_task() */
+     :: atomic { queued > 0 -> queued--; running++ };   /* take_job() */
         took = 1;
         if
         :: pushed < SPAWN -> atomic { queued++; pushed++ }  /* the job queues another */

@@ -171,7 +171,7 @@ if [ "$model" = "fiber_park" ]; then
   run "park_until alone: the timer wakes it" pass -DTIMER_ONLY
   run "mutation: parked value published before the switch" fail -DNU=2 -DPUBLISH_BEFORE_SWITCH
   run "mutation: a permit that raced the switch-out does not re-queue" fail -DNU=2 -DNO_REQUEUE
-  run "mutation: park_until handed over without a permit" fail -DNU=2 -DTIMED -DHANDOFF_TIMED
+  run "mutation: park_until handed off without a permit" fail -DNU=2 -DTIMED -DHANDOFF_TIMED
   run "mutation: the timer ignores a fiber still switching out" fail -DTIMER_ONLY \
       -DTIMER_SKIPS_SWITCHING
   echo "fiber_park model: resumed only when saved and once, no lost wake-up, timers wake"

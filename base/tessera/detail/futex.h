@@ -1,6 +1,6 @@
 // tessera/detail/futex.h — the one futex wrapper (Linux), for the park façade's
-// thread path and the scheduler's idle workers. Base layer: includes nothing of
-// Tessera's. Private futexes only: a word is never shared across processes.
+// thread path and the scheduler's idle workers. Base layer: includes only
+// base/. Private futexes only: a word is never shared across processes.
 #pragma once
 
 #include <linux/futex.h>
@@ -14,6 +14,8 @@
 #include <ctime>
 #include <type_traits>
 
+#include "tessera/detail/deadline.h"
+
 namespace tessera::detail {
 
 /// How a futex_wait returned.
@@ -25,14 +27,13 @@ enum class futex_status : std::uint8_t {
 
 /// Sleeps while `word` holds `expected`, until futex_wake on it, a signal, or
 /// `deadline` (absolute std::chrono::steady_clock time, which is CLOCK_MONOTONIC
-/// on Linux; null: none). Every caller re-checks its own condition afterwards.
+/// on Linux; none: no limit). Every caller re-checks its own condition afterwards.
 template <class T>
-futex_status futex_wait(std::atomic<T>* word, T expected,
-                        const std::chrono::steady_clock::time_point* deadline) noexcept {
+futex_status futex_wait(std::atomic<T>* word, T expected, deadline deadline) noexcept {
   static_assert(sizeof(std::atomic<T>) == 4 && std::is_integral_v<T>, "futex words are 32 bits");
   timespec ts{};
-  if (deadline != nullptr) {
-    const auto since = deadline->time_since_epoch();
+  if (deadline.has_value()) {
+    const auto since = (*deadline).time_since_epoch();
     if (since.count() > 0) {
       const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since);
       ts.tv_sec = static_cast<time_t>(secs.count());
@@ -42,7 +43,7 @@ futex_status futex_wait(std::atomic<T>* word, T expected,
   }
   const long r =
       ::syscall(SYS_futex, reinterpret_cast<T*>(word), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                static_cast<std::uint32_t>(expected), deadline != nullptr ? &ts : nullptr, nullptr,
+                static_cast<std::uint32_t>(expected), deadline.has_value() ? &ts : nullptr, nullptr,
                 FUTEX_BITSET_MATCH_ANY);
   if (r == 0) return futex_status::woken;
   if (errno == ETIMEDOUT) return futex_status::timed_out;

@@ -11,28 +11,30 @@
 #include <stop_token>
 #include <utility>
 
-#include "tessera/detail/fiber_task.h"
+#include "tessera/detail/job_queue.h"
 #include "tessera/detail/spin_lock.h"
-#include "tessera/detail/task_node.h"
-#include "tessera/detail/tasks.h"
+#include "tessera/detail/unique_function.h"
+#include "tessera/priority.h"
+#include "tessera/runtime.h"
 #include "tessera/wait_group.h"
 
 namespace tessera {
-
-/// Priority of a job: a frame's critical path runs `high`, background
-/// streaming `low`. The bound on how long a low job can be passed over is
-/// documented in tessera/jobs.h.
-enum class priority : std::uint8_t { high = 0, normal = 1, low = 2 };
-
 namespace detail {
 
-/// The Runtime a job API called without one uses: the caller's — the worker's
+using sched::current_runtime;
+using sched::job_node;
+using sched::push_job;
+using sched::run_one_job;
+using sched::runtime_impl;
+using sched::worker_count;
+
+/// The runtime a job API called without one uses: the caller's — the worker's
 /// it runs on, or, on a plain thread running a piece of a parallel call
 /// inline, that call's. Throws std::logic_error naming `who` otherwise.
 runtime_impl* runtime_for(const char* who);
 
-/// While a plain thread runs a job's body inline, the Runtime of that job
-/// (so that nested calls without a Runtime find it); null otherwise.
+/// While a plain thread runs a job's body inline, the runtime of that job
+/// (so that nested calls without a runtime find it); null otherwise.
 runtime_impl*& borrowed_runtime() noexcept;
 
 class job_scope {
@@ -42,7 +44,7 @@ class job_scope {
   job_scope(const job_scope&) = delete;
   job_scope& operator=(const job_scope&) = delete;
 
-  runtime_impl* runtime() const noexcept { return rt_; }
+  runtime_impl* rt() const noexcept { return rt_; }
   priority job_priority() const noexcept { return priority_; }
 
   /// Queues f() as a job of this scope.
@@ -52,10 +54,10 @@ class job_scope {
   }
   template <class F>
   void spawn_with(priority p, F&& f) {
-    auto* j = new job(this, p, fiber_task(std::forward<F>(f)));
+    auto* j = new job(this, p, unique_function(std::forward<F>(f)));
     pending_.add(1);
     try {
-      push_task(rt_, j);
+      push_job(rt_, j);
     } catch (...) {
       delete j;
       pending_.done();
@@ -79,7 +81,7 @@ class job_scope {
   }
 
   /// Helps with queued jobs while this scope's jobs run (a fiber of the
-  /// Runtime with stack room left), then parks until they have all finished.
+  /// runtime with stack room left), then parks until they have all finished.
   /// Returns true if the scope was cancelled. Rethrows the first exception of
   /// a job (once) and then resets the scope for reuse.
   bool wait();
@@ -91,14 +93,15 @@ class job_scope {
   std::int64_t pending() const noexcept { return pending_.count(); }
 
  private:
-  struct job : task_node {
-    job(job_scope* s, tessera::priority p, fiber_task f) noexcept : scope(s), fn(std::move(f)) {
+  struct job : job_node {
+    job(job_scope* s, tessera::priority p, unique_function f) noexcept
+        : scope(s), fn(std::move(f)) {
       run = &job::execute;
       priority = static_cast<std::uint8_t>(p);
     }
-    static void execute(task_node* n) noexcept;
+    static void execute(job_node* n) noexcept;
     job_scope* scope;
-    fiber_task fn;
+    unique_function fn;
   };
 
   runtime_impl* rt_;

@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 
@@ -92,11 +93,11 @@ class barging_semaphore {
     return take(left);
   }
   void acquire() {
-    if (!try_acquire()) acquire_slow(nullptr);
+    if (!try_acquire()) acquire_slow({});
   }
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
     if (try_acquire()) return true;
-    return acquire_slow(&deadline);
+    return acquire_slow(deadline);
   }
 
   void release(std::ptrdiff_t update, std::ptrdiff_t max) {
@@ -150,7 +151,7 @@ class barging_semaphore {
     }
     return false;
   }
-  bool acquire_slow(const std::chrono::steady_clock::time_point* deadline);
+  bool acquire_slow(detail::deadline deadline);
   bool barge() noexcept;
   /// Under the queue lock: adds `n` permits (less one handed to the oldest
   /// waiter when `may_hand_off` and the fairness timer says so) and, unless a

@@ -10,12 +10,13 @@
 #include <cstdint>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/deadline.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
 
 /// What a parked caller was given when it was taken off its list (the mark
-/// park_list::mark stores in park_node::woken), and what await_taken reports.
+/// park_list::mark stores in park_node::mark), and what await_taken reports.
 enum class park_mark : int {
   none = 0,         ///< not taken: still queued, or (await_taken) left the list at the deadline
   woken = 1,        ///< woken to compete again (a barging lock), notified, or admitted
@@ -24,14 +25,14 @@ enum class park_mark : int {
   not_queued = -1,  ///< queue_while only: the wait condition cleared before it could queue
 };
 
-/// One parked caller, on its own stack. `woken` is park_mark::none while the
+/// One parked caller, on its own stack. `mark` is park_mark::none while the
 /// node is on a list; whoever takes it off stores what it was given.
 /// Owners derive from it to carry their own fields.
 struct park_node {
   waiter* who = nullptr;
   park_node* next = nullptr;
   park_node* prev = nullptr;
-  std::atomic<park_mark> woken{park_mark::none};
+  std::atomic<park_mark> mark{park_mark::none};
 };
 
 /// A doubly linked FIFO of park_nodes. Not synchronized: the owner guards it
@@ -100,7 +101,7 @@ class park_list {
   /// else first.
   static waiter* mark(park_node& n, park_mark how) noexcept {
     waiter* who = n.who;
-    n.woken.store(how, std::memory_order_release);
+    n.mark.store(how, std::memory_order_release);
     return who;
   }
   /// unlink + mark.
@@ -126,19 +127,19 @@ struct never_give_up {
 /// and park_mark::none is returned; a node taken just as it left returns what
 /// it was given.
 template <class Lock, class OnLeft, class GiveUp = never_give_up>
-park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point* deadline,
-                      Lock& lock, park_list& list, OnLeft&& on_left, GiveUp give_up = {}) {
+park_mark await_taken(park_node& n, detail::deadline deadline, Lock& lock, park_list& list,
+                      OnLeft&& on_left, GiveUp give_up = {}) {
   for (;;) {
-    if (const park_mark v = n.woken.load(std::memory_order_acquire); v != park_mark::none) return v;
+    if (const park_mark v = n.mark.load(std::memory_order_acquire); v != park_mark::none) return v;
     if (!give_up()) {
-      if (deadline == nullptr) {
+      if (!deadline.has_value()) {
         park();
         continue;
       }
       if (park_until(*deadline)) continue;
     }
     lock.lock();
-    const park_mark v = n.woken.load(std::memory_order_acquire);
+    const park_mark v = n.mark.load(std::memory_order_acquire);
     if (v == park_mark::none) {
       list.unlink(n);
       on_left();
@@ -158,8 +159,7 @@ park_mark await_taken(park_node& n, const std::chrono::steady_clock::time_point*
 /// be queued (the caller tries again).
 template <class Word, class Blocked, class Link, class Lock>
 park_mark queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, Lock& lock,
-                      park_list& list, park_node& n, Link&& link,
-                      const std::chrono::steady_clock::time_point* deadline) {
+                      park_list& list, park_node& n, Link&& link, detail::deadline deadline) {
   lock.lock();
   Word s = state.load(std::memory_order_relaxed);
   bool ok = false;
@@ -185,22 +185,17 @@ park_mark queue_while(std::atomic<Word>& state, Blocked&& blocked, Word queued, 
 /// re-queued waiter goes back to the front, where it was woken from.
 template <class Word, class Lock>
 park_mark queue_while_held(std::atomic<Word>& state, Word held, Word queued, Lock& lock,
-                           park_list& list, park_node& n, bool requeue,
-                           const std::chrono::steady_clock::time_point* deadline) {
+                           park_list& list, park_node& n, bool requeue, detail::deadline deadline) {
   return queue_while(
       state, [held](Word s) { return (s & held) != 0; }, queued, lock, list, n,
       [requeue](park_list& l, park_node& m) { requeue ? l.push_front(m) : l.push_back(m); },
       deadline);
 }
 
-/// After a hand-off to a fiber, the next may come this soon. A fiber handed
+/// After a hand-off to a fiber, the next may come this soon: a fiber handed
 /// the lock runs after a user-space switch, not a futex wake, so hand-offs may
-/// come more often than to threads. fiberbench latency, tessera::mutex, 2
-/// workers (max wait / throughput): one per 1 ms left 128 fibers waiting up to
-/// 104-131 ms and most of 1024 fibers for the whole 0.3 s run; one per 100 µs:
-/// 27-31 ms and 148-156 ms at 5-10 % less throughput; one per 20 µs: 7-13 ms
-/// and 45-50 ms, but 35 % less (each hand-off parks the other worker's hot
-/// fiber too, and that worker idles until it finds another).
+/// come more often than to threads. The longest wait against throughput at
+/// 1 ms, 100 µs and 20 µs is measured in docs/benchmarks.md ("Constants").
 inline constexpr std::chrono::microseconds kFiberHandoffInterval{100};
 
 /// How often fairness may override throughput for `who`: `thread_interval` for
@@ -209,7 +204,7 @@ inline constexpr std::chrono::microseconds kFiberHandoffInterval{100};
 /// lobby's forced entries both follow it.
 inline std::chrono::microseconds fairness_interval(const waiter& who,
                                                    std::chrono::microseconds thread_interval) {
-  return who.ops->spin_pays ? thread_interval : kFiberHandoffInterval;
+  return who.ops->is_os_thread ? thread_interval : kFiberHandoffInterval;
 }
 
 /// What the barging primitives' rate-limited fairness (parking_lot's "be fair"
@@ -218,7 +213,7 @@ inline std::chrono::microseconds fairness_interval(const waiter& who,
 enum class fairness { not_due, hand_off, held_back };
 
 /// `head`, queued since `since`, is due once it has waited at least `after`;
-/// it is handed over only if the caller `can_hand_off` and `next_fair`
+/// it is handed off only if the caller `can_hand_off` and `next_fair`
 /// (guarded, like the queue, by the caller's queue lock) has passed, which it
 /// then moves on: by `after` when `head` is an OS thread (a hand-off to a
 /// sleeping thread keeps the lock idle through its wake-up, so at most one per
@@ -256,8 +251,8 @@ enum class acquire_result : std::uint8_t {
 /// retries as it is. The deadline is checked only after a failed barge, so a
 /// woken waiter always retries before it gives up.
 template <class TryBarge, class Queue>
-acquire_result barge_or_queue(const std::chrono::steady_clock::time_point* deadline,
-                              unsigned spin_budget, TryBarge&& try_barge, Queue&& queue) {
+acquire_result barge_or_queue(detail::deadline deadline, unsigned spin_budget, TryBarge&& try_barge,
+                              Queue&& queue) {
   unsigned spins = spin_budget;
   std::chrono::steady_clock::time_point since{};
   bool requeue = false;
@@ -268,9 +263,9 @@ acquire_result barge_or_queue(const std::chrono::steady_clock::time_point* deadl
       cpu_relax();
       continue;
     }
-    if (deadline != nullptr || !requeue) {
+    if (deadline.has_value() || !requeue) {
       const auto now = std::chrono::steady_clock::now();
-      if (deadline != nullptr && now >= *deadline) return acquire_result::timed_out;
+      if (deadline.has_value() && now >= *deadline) return acquire_result::timed_out;
       if (!requeue) since = now;
     }
     const park_mark got = queue(since, requeue);

@@ -6,11 +6,18 @@
 #include <chrono>
 #include <stop_token>
 
+#include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
+
+/// A park_node that says what its caller waits for (condition_variable_atomic's
+/// address; null for the other condition variables).
+struct keyed_park_node : park_node {
+  const void* key = nullptr;
+};
 
 /// A queue of parked callers. Each waiter pushes a node from its own stack,
 /// parks until the node is marked, and leaves by itself on timeout. Marking and
@@ -18,15 +25,9 @@ namespace tessera::detail {
 /// unmarked under the lock knows it is still queued.
 ///
 /// Ordering: everything a notifier did before wake_*() happens-before the woken
-/// waiter's return (the lock, then release/acquire on `woken`); a waiter that
+/// waiter's return (the lock, then release/acquire on `mark`); a waiter that
 /// pushes, then re-checks its condition, cannot miss a notifier that changes the
 /// condition before calling wake_*() (both sides go through the lock).
-/// A park_node that says what its caller waits for (condition_variable_atomic's
-/// address; null for the other condition variables).
-struct keyed_park_node : park_node {
-  const void* key = nullptr;
-};
-
 class waiter_queue {
  public:
   waiter_queue() noexcept = default;
@@ -44,15 +45,14 @@ class waiter_queue {
 
   /// Parks until `n` is woken or `deadline` passes (null: no deadline). Returns
   /// false only on a timeout that removed `n` from the queue.
-  bool await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline);
+  bool await(keyed_park_node& n, detail::deadline deadline);
   /// await() that also ends once a stop is requested on `stop`, leaving the
   /// queue. The caller must have registered a stop_callback that unparks it
   /// (and does nothing else: a callback that could yield would let this fiber's
   /// worker run us past the callback's end; see cv_core). Returns true if woken
   /// (also when a wake took `n` just as we left), false after a stop request
   /// or a timeout removed `n`.
-  bool await(keyed_park_node& n, const std::chrono::steady_clock::time_point* deadline,
-             const std::stop_token& stop);
+  bool await(keyed_park_node& n, detail::deadline deadline, const std::stop_token& stop);
 
  private:
   void lock() noexcept { lock_.lock(); }

@@ -1,0 +1,120 @@
+// tessera/park.h — the park façade: self(), park(), park_until(), unpark().
+//
+// Every synchronization primitive in Tessera is written once against these four
+// calls (docs/design.md, "The park contract"). They work the same for OS
+// threads (futex) and for fibers (the scheduler's path, plugged in through
+// `park_ops`), so a primitive never knows which kind of caller it serves.
+//
+// Contract
+// - Identity: `self()` returns the caller's `waiter*` — the running fiber when
+//   called on a fiber, else the calling OS thread. One thread_local read.
+// - Permit: each waiter owns one permit. `unpark(w)` makes it available (it does
+//   not accumulate: two unparks before a park still leave one permit) and wakes
+//   `w` if parked. `park()` consumes the permit, blocking until there is one.
+// - Spurious wake-ups: `park()` may return without a matching `unpark()` (a stale
+//   unpark from an earlier wait, see below). Every caller loops on its own
+//   condition; the primitives in sync/ all do.
+// - Memory ordering: an `unpark(w)` that makes a permit available
+//   synchronizes-with the `park()`/`park_until()` of `w` that consumes it
+//   (release/acquire on the permit word).
+// - Type-stable identities: waiter records are recycled, never freed, for the
+//   life of the process. Unparking a thread that has exited (or a finished fiber)
+//   is harmless: it costs the record's next owner at most one spurious wake-up.
+//   This is what lets the wait chains' `poke` (Dice & Kogan, Listing 3) unpark a
+//   waiter whose on-stack wait element may already be gone.
+// - Who may call: any OS thread or fiber. `unpark` may target a fiber from a
+//   thread and a thread from a fiber. None of these calls is async-signal-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace tessera {
+
+class waiter;
+
+/// Operations of one kind of waiter: the single seam between the façade and a
+/// scheduler. The façade dispatches every park/unpark through the waiter's
+/// `ops`; OS threads use the futex implementation in runtime/park.cpp, and the
+/// fiber scheduler supplies its own table for fiber waiters.
+struct park_ops {
+  /// Block `self` until its permit is available, then consume it. May return spuriously.
+  void (*park)(waiter& self);
+  /// As `park`, but gives up at `deadline`. Returns true if a permit was consumed.
+  bool (*park_until)(waiter& self, std::chrono::steady_clock::time_point deadline);
+  /// Make `who`'s permit available and wake it if parked. Must tolerate stale `who`.
+  void (*unpark)(waiter& who) noexcept;
+  /// Give the processor to another runnable thread/fiber, staying runnable.
+  void (*yield)(waiter& self);
+  /// Kind name, for diagnostics ("thread", "fiber").
+  const char* name;
+  /// True for OS threads, false for fibers. Decides whether spinning before a
+  /// park pays (a thread's futex sleep and wake-up costs microseconds; a fiber's
+  /// park is a user-space switch, and spinning would hold the worker that the
+  /// awaited fiber may need) and how often fairness may cost a hand-off.
+  bool is_os_thread;
+};
+
+/// An identity that can park: an OS thread or a fiber.
+///
+/// Records are type-stable (never freed while the process lives), so a pointer to
+/// one stays safe to `unpark` forever. The fields are the façade's and the
+/// scheduler's business; sync/ only passes `waiter*` around.
+class alignas(64) waiter {
+ public:
+  /// Permit word. For OS threads it is the futex word: 0 empty, 1 permit
+  /// available, -1 parked (see runtime/park.cpp).
+  std::atomic<std::int32_t> state{0};
+  /// How this waiter parks and is unparked.
+  const park_ops* ops = nullptr;
+  /// Owner-defined context (the fiber record for fibers, null for threads).
+  void* context = nullptr;
+  /// The identity's location-wait element (tessera/location_wait.h), created at
+  /// its first location_wait and kept, like the record, for good. Touched only
+  /// by the record's current owner.
+  void* location_element = nullptr;
+  /// Changes whenever the record is handed to a new owner (a thread or fiber
+  /// starting on a recycled record), so state an earlier owner left behind can
+  /// be told from the current owner's.
+  std::uint32_t generation = 0;
+};
+
+/// The caller's identity: the current fiber, else the calling OS thread.
+/// Never null. Cost: one thread_local read after the thread's first call.
+waiter* self() noexcept;
+
+/// Blocks the caller until its permit is available, then consumes it.
+/// May return spuriously; callers loop on their own condition.
+void park();
+
+/// `park()` with a deadline on std::chrono::steady_clock.
+/// Returns true if a permit was consumed, false if `deadline` passed first (the
+/// call never returns false before `deadline`).
+bool park_until(std::chrono::steady_clock::time_point deadline);
+
+/// Lets another runnable thread (sched_yield) or fiber (the worker's next) run;
+/// the caller stays runnable. For polite waiting phases between spin and park.
+void yield_now();
+
+/// Whether the caller should spin briefly before parking (see park_ops::is_os_thread):
+/// true on an OS thread, false on a fiber. The primitives' spin phases ask this.
+bool should_spin() noexcept;
+
+/// Makes `who`'s permit available (at most one; permits do not accumulate) and
+/// wakes it if parked. Precondition: `who` came from `self()` (possibly on a
+/// thread or fiber that has since ended: that is harmless). `who == nullptr`
+/// is ignored.
+void unpark(waiter* who) noexcept;
+
+namespace detail {
+/// The running identity slot, for the scheduler: a worker sets it to the fiber
+/// it switches to and back to its own thread waiter when the fiber yields.
+waiter*& current_waiter_slot() noexcept;
+/// The calling OS thread's own waiter (ignores any fiber running on it).
+waiter* thread_waiter() noexcept;
+/// The futex-based operations used by OS-thread waiters.
+extern const park_ops thread_park_ops;
+}  // namespace detail
+
+}  // namespace tessera

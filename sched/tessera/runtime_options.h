@@ -1,0 +1,58 @@
+// tessera/runtime_options.h — how a tessera::runtime is set up (a plain
+// aggregate, shared by the public runtime and the engine under it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace tessera {
+
+/// Which kernel interface a runtime's I/O poller uses (runtime_options::io).
+/// - automatic: epoll, the faster of the two as measured (docs/benchmarks.md).
+///   The environment variable TESSERA_IO_BACKEND (`epoll` or `io_uring`)
+///   overrides it.
+/// - epoll: edge-triggered epoll.
+/// - io_uring: multishot IORING_OP_POLL_ADD through liburing (Linux 5.13; a
+///   probe checks that a ring can be made and a multishot poll stays armed —
+///   containers often forbid io_uring); the runtime's constructor throws
+///   std::system_error when the kernel refuses it.
+/// Both deliver the same readiness to the same waiters; runtime::describe()
+/// says which one runs.
+enum class io_backend { automatic, epoll, io_uring };
+
+/// How a runtime is set up. An aggregate: `runtime rt({.workers = 2});`.
+struct runtime_options {
+  /// Worker threads; 0 means one per core that hwloc reports among the CPUs
+  /// the process may run on (its affinity mask: `taskset -c 1 app` gets one
+  /// worker, pinned to CPU 1).
+  unsigned workers = 0;
+  /// Pin each worker to its hardware thread (hwloc_set_cpubind), within the
+  /// process's affinity mask. Ignored where the topology is unknown.
+  bool pin_workers = true;
+  /// Usable stack bytes per fiber, rounded up to whole pages (minimum 16 KiB).
+  /// Pages are committed on first touch, so unused stack costs address space only.
+  std::size_t stack_size = 256 * 1024;
+  /// Put a PROT_NONE guard page below every stack, so an overflow is reported
+  /// (naming the fiber) instead of corrupting memory. Each guarded stack takes two
+  /// kernel mappings; Linux's default vm.max_map_count (65530) then caps a process
+  /// near 32,000 live fibers.
+  bool guard_pages = true;
+  /// Bytes of the PROT_NONE guard region below each stack (rounded up to whole
+  /// pages; at least one page) when guard_pages is set. A function whose frame
+  /// is larger than the guard could jump over it into other memory, so the
+  /// guard should be at least the largest frame fiber code makes. Code built
+  /// with -fstack-clash-protection (the flag tessera::tessera passes on to
+  /// its users' GCC and Clang builds) probes every page of a large frame and
+  /// cannot jump it whatever its size. Costs address space, not memory.
+  std::size_t guard_size = 64 * 1024;
+  /// How long an idle worker keeps looking for work before it sleeps, in µs.
+  /// Once the runtime does I/O, the look is a non-blocking poll of its
+  /// descriptors, not a PAUSE loop. 0: sleep at once — on a machine whose
+  /// cores are shared (a VM), a latency-bound client with one connection
+  /// runs faster so (scripts/netbench.sh's load generator does).
+  std::chrono::microseconds idle_spin{50};
+  /// The I/O poller's kernel interface (see io_backend).
+  io_backend io = io_backend::automatic;
+};
+
+}  // namespace tessera
