@@ -67,7 +67,8 @@ def fiberbench(path):
             adv = f"{better:.2f}×" if tv > 0 and bv > 0 else "–"
         except ValueError:
             adv = "–"
-        b = b if adv != "–" or b not in ("0", "") else "–"  # no Boost figure for this row
+        t = f"{float(t):.4g}" if t else "–"
+        b = f"{float(b):.4g}" if adv != "–" else "–"  # no Boost figure for this row
         print(f"| {r['benchmark']} | {unit} | {t} | {b} | {adv} |")
 
 

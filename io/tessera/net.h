@@ -48,7 +48,7 @@ struct listen_options {
 };
 
 /// A connected TCP stream.
-class tcp_stream {
+class [[nodiscard]] tcp_stream {
  public:
   tcp_stream() noexcept = default;
   explicit tcp_stream(io::descriptor d) noexcept : d_(std::move(d)) {}
@@ -91,7 +91,7 @@ class tcp_stream {
 };
 
 /// A listening TCP socket.
-class tcp_listener {
+class [[nodiscard]] tcp_listener {
  public:
   tcp_listener() noexcept = default;
   /// Binds and listens on `host_port` (":0" picks a free port; see
@@ -114,7 +114,7 @@ class tcp_listener {
 
 /// A listening Unix-domain stream socket; accept() gives streams with every
 /// tcp_stream operation (TCP_NODELAY aside).
-class unix_listener {
+class [[nodiscard]] unix_listener {
  public:
   unix_listener() noexcept = default;
   /// Binds `path` (a file it creates; an existing socket file is replaced)
@@ -136,7 +136,7 @@ tcp_stream unix_connect(const std::string& path, std::error_code& ec,
 tcp_stream unix_connect(const std::string& path);
 
 /// A UDP socket: datagrams, each sent and received whole.
-class udp_socket {
+class [[nodiscard]] udp_socket {
  public:
   udp_socket() noexcept = default;
   /// Binds "host:port" (":0" or "127.0.0.1:0": a free port). Throws

@@ -36,7 +36,7 @@ class waiter;
 
 /// Operations of one kind of waiter: the single seam between the façade and a
 /// scheduler. The façade dispatches every park/unpark through the waiter's
-/// `ops`; OS threads use the futex implementation in runtime/park.cpp, and the
+/// `ops`; OS threads use the futex implementation in park/park.cpp, and the
 /// fiber scheduler supplies its own table for fiber waiters.
 struct park_ops {
   /// Block `self` until its permit is available, then consume it. May return spuriously.
@@ -64,7 +64,7 @@ struct park_ops {
 class alignas(64) waiter {
  public:
   /// Permit word. For OS threads it is the futex word: 0 empty, 1 permit
-  /// available, -1 parked (see runtime/park.cpp).
+  /// available, -1 parked (see park/park.cpp).
   std::atomic<std::int32_t> state{0};
   /// How this waiter parks and is unparked.
   const park_ops* ops = nullptr;

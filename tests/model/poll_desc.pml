@@ -22,7 +22,7 @@
  * is overwritten and the waiter sleeps through it) and -DNO_UNPARK (the
  * notifier leaves READY but does not unpark the waiter it replaced).
  * With -DSHORT_READS the waiter reads as a stream socket's recv_stream does
- * (runtime/io.cpp): before each system call it drops a pending READY
+ * (io/io.cpp): before each system call it drops a pending READY
  * (consume_readiness); a call takes every byte there (a short read), and the
  * next read then waits first, without the system call, unless the poller has
  * flagged the peer's end of stream (peer_closed, set before the READY it comes
