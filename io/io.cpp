@@ -386,6 +386,7 @@ bool on_fiber() noexcept {
 void run_blocking(void (*job)(void*), void* ctx) {
   blocking_job j{job, ctx, self()};
   pool().submit(&j);
+  const wait_scope scope("io::blocking", &j);
   while (!j.done.load(std::memory_order_acquire)) park();
 }
 }  // namespace detail

@@ -87,7 +87,12 @@ bool job_scope::wait() {
     if (++idle > kWaitSpins) break;
     cpu_relax();
   }
-  pending_.wait();  // acquire: the jobs' effects happen-before our return
+  if (pending_.count() != 0) {
+    const wait_scope scope("task_group", this);
+    pending_.wait();  // acquire: the jobs' effects happen-before our return
+  } else {
+    pending_.wait();  // the same acquire, without a wait to record
+  }
   const bool was_cancelled = cancelled();
   cancelled_.store(false, std::memory_order_relaxed);
   {

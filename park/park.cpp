@@ -17,8 +17,13 @@ constexpr std::int32_t kEmpty = 0;
 constexpr std::int32_t kNotified = 1;
 constexpr std::int32_t kParked = -1;
 
+// Counted on the futex paths only (a sleep or a wake is a system call anyway);
+// relaxed: a hint, not a synchronization.
+std::atomic<std::uint64_t> sleeps_and_wakes{0};
+
 // Waits while *word == kParked; returns false only on timeout.
 bool futex_wait_parked(std::atomic<std::int32_t>* word, detail::deadline deadline) {
+  sleeps_and_wakes.fetch_add(1, std::memory_order_relaxed);
   return detail::futex_wait(word, kParked, deadline) != detail::futex_status::timed_out;
 }
 
@@ -56,6 +61,7 @@ bool thread_park_until(waiter& self, std::chrono::steady_clock::time_point deadl
 void thread_unpark(waiter& who) noexcept {
   // release: whatever the unparker wrote before unpark is visible to the parker.
   if (who.state.exchange(kNotified, std::memory_order_release) == kParked) {
+    sleeps_and_wakes.fetch_add(1, std::memory_order_relaxed);
     detail::futex_wake(&who.state, 1);
   }
 }
@@ -120,6 +126,10 @@ namespace detail {
 const park_ops thread_park_ops{&thread_park,  &thread_park_until, &thread_unpark,
                                &thread_yield, "thread",           true};
 
+std::uint64_t thread_sleeps_and_wakes() noexcept {
+  return sleeps_and_wakes.load(std::memory_order_relaxed);
+}
+
 waiter*& current_waiter_slot() noexcept {
   if (tls_current == nullptr) init_thread_waiter();
   return tls_current;
@@ -158,6 +168,26 @@ void yield_now() {
 
 void unpark(waiter* who) noexcept {
   if (who != nullptr) who->ops->unpark(*who);
+}
+
+// Relaxed: the record is a snapshot for diagnostics; nothing synchronizes
+// through it, and only its owner writes it.
+wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail) noexcept
+    : who_(self()) {
+  if (who_->wait.kind.load(std::memory_order_relaxed) != nullptr) {
+    who_ = nullptr;  // an outer scope says what we wait for
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  who_->wait.since_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
+                            std::memory_order_relaxed);
+  who_->wait.object.store(object, std::memory_order_relaxed);
+  who_->wait.detail.store(detail, std::memory_order_relaxed);
+  who_->wait.kind.store(kind, std::memory_order_relaxed);
+}
+
+wait_scope::~wait_scope() {
+  if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);
 }
 
 }  // namespace tessera

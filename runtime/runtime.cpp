@@ -42,7 +42,10 @@ fiber_record* start_fiber(unique_function body, bool joinable) {
 void join_fiber(fiber_record* f) {
   waiter* me = self();
   f->joiner.store(me, std::memory_order_seq_cst);
-  while (!f->done.load(std::memory_order_seq_cst)) park();
+  if (!f->done.load(std::memory_order_seq_cst)) {
+    const wait_scope scope("join of fiber", f, static_cast<std::int64_t>(f->id));
+    while (!f->done.load(std::memory_order_seq_cst)) park();
+  }
   std::exception_ptr error = std::move(f->error);
   f->error = nullptr;
   release_record(f);
@@ -107,6 +110,7 @@ void runtime::start() {
 }
 void runtime::stop() {
   impl_->stop();
+  if (impl_->deadlocked.load(std::memory_order_acquire)) throw deadlock_error(impl_->deadlock_report);
 }
 bool runtime::running() const noexcept {
   return impl_->running.load(std::memory_order_acquire);
@@ -117,6 +121,7 @@ detail::fiber_record* runtime::spawn_record(detail::unique_function body, bool j
 
 void runtime::run_root(detail::unique_function root) {
   impl_->run_root(std::move(root));
+  if (impl_->deadlocked.load(std::memory_order_acquire)) throw deadlock_error(impl_->deadlock_report);
 }
 unsigned runtime::workers() const noexcept {
   return impl_->opts.workers;
@@ -124,6 +129,10 @@ unsigned runtime::workers() const noexcept {
 const runtime::options& runtime::config() const noexcept {
   return impl_->opts;
 }
+void runtime::dump(std::ostream& os) const {
+  impl_->dump(os);
+}
+
 std::string runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
          "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";
@@ -207,6 +216,7 @@ void sleep_until(std::chrono::steady_clock::time_point deadline) {
     return;
   }
   // Spurious wake-ups (stale unparks) just go round again.
+  const wait_scope scope("sleep", nullptr);
   while (std::chrono::steady_clock::now() < deadline) park_until(deadline);
 }
 

@@ -19,6 +19,13 @@ worker& running_worker(waiter& w) noexcept {
   return *as_record(w)->last_worker.load(std::memory_order_relaxed);
 }
 
+// One more park that blocked (fiber_record::parks; relaxed: a hint to the
+// watchdog, written by the fiber alone).
+void count_park(waiter& w) noexcept {
+  std::atomic<std::uint32_t>& n = as_record(w)->parks;
+  n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 void fiber_park(waiter& w) {
   // Only this fiber moves its state away from kNotified, so a plain load tells
   // whether there is a permit to consume (and saves a locked RMW when there is none).
@@ -27,6 +34,7 @@ void fiber_park(waiter& w) {
     return;
   }
   running_worker(w).block_current(post_action::park);
+  count_park(w);
   // Nothing to consume: the unpark that woke us handed us over as kEmpty, and
   // a permit that raced the switch-out was consumed by complete_switch. We
   // synchronize with the unparker through the run queue that brought us back.
@@ -38,6 +46,7 @@ bool fiber_park_until(waiter& w, steady::time_point deadline) {
   fiber_record* f = as_record(w);
   f->rt->add_timer(deadline, f);
   running_worker(w).block_current(post_action::park_timed);
+  count_park(w);
   f->timer_seq.fetch_add(1, std::memory_order_release);  // our timer entry is now stale
   const std::int32_t v = w.state.exchange(kEmpty, std::memory_order_acquire);
   if (v == kNotified) {
@@ -175,6 +184,7 @@ void worker::fiber_entry(transfer_t t) {
 
 void worker::finish_current() {
   fiber_record* me = current_;
+  me->listed_in.store(nullptr, std::memory_order_relaxed);
   me->done.store(true, std::memory_order_seq_cst);
   if (waiter* j = me->joiner.load(std::memory_order_seq_cst)) unpark(j);
   fiber_record* next = pick_local();

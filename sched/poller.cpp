@@ -104,6 +104,7 @@ void free_poll_desc(poll_desc* d) noexcept {
 }
 
 io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline) {
+  const wait_scope scope(write ? "socket write" : "socket read", &d, d.fd);
   worker* w = current_worker();
   if (w == nullptr || !w->on_fiber()) return thread_wait(d, write, deadline);
   // A fiber: register with this runtime's poller the first time.
@@ -137,7 +138,7 @@ io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline) {
       // Nobody notified us: a spurious wake-up, a timeout, or the close we saw.
       if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
       if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
-      if (timed_out || (deadline.has_value() && steady::now() >= *deadline)) {
+      if (timed_out || deadline.passed()) {
         return io_wait::timed_out;
       }
       continue;

@@ -14,6 +14,7 @@ namespace {
 struct record_pool {
   std::mutex mu;
   std::vector<fiber_record*> free;
+  std::vector<fiber_record*> all;  // every record made, for the dump
 };
 record_pool& records() {
   static auto* pool = new record_pool;  // leaked on purpose: records outlive everything
@@ -35,7 +36,16 @@ fiber_record* new_record() {
   auto* f = new fiber_record;  // never deleted: type-stable by design
   f->w.ops = &fiber_park_ops;
   f->w.context = f;
+  auto& pool = records();
+  std::lock_guard lock(pool.mu);
+  pool.all.push_back(f);
   return f;
+}
+
+std::vector<fiber_record*> all_records() {
+  auto& pool = records();
+  std::lock_guard lock(pool.mu);
+  return pool.all;
 }
 
 void pool_records(std::vector<fiber_record*>& batch) {

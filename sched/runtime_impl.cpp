@@ -66,6 +66,9 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->last_worker.store(home, std::memory_order_relaxed);
   f->w.state.store(kEmpty, std::memory_order_relaxed);
   ++f->w.generation;  // a new owner of a possibly recycled record
+  f->listed_id.store(f->id, std::memory_order_relaxed);
+  f->listed_runner.store(!counted, std::memory_order_relaxed);
+  f->listed_in.store(this, std::memory_order_release);
   if (counted) {
     add_live();
     fibers_started.fetch_add(1, std::memory_order_relaxed);
@@ -124,6 +127,7 @@ void runtime_impl::start_workers(const char* who) {
 
 void runtime_impl::join_workers() noexcept {
   while (!all_done.load(std::memory_order_acquire)) park();
+  stop_watchdog();
   stopping.store(true, std::memory_order_seq_cst);
   for (auto& w : workers) w->wake_if_sleeping();
   for (auto& w : workers) w->join();
@@ -145,8 +149,10 @@ void runtime_impl::run_root(unique_function root) {
     throw;
   }
   global.push(f);
+  start_watchdog();
   for (auto& w : workers) w->start();
   join_workers();
+  if (deadlocked.load(std::memory_order_acquire)) return;  // the root fiber was abandoned
 
   std::exception_ptr error = std::move(f->error);
   f->error = nullptr;
@@ -159,6 +165,7 @@ void runtime_impl::start() {
   // The runtime's own reference keeps `live` above zero until stop().
   live.store(1, std::memory_order_relaxed);
   started.store(true, std::memory_order_release);
+  start_watchdog();
   for (auto& w : workers) w->start();
 }
 

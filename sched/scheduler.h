@@ -87,6 +87,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <iosfwd>
+#include <string>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -138,6 +141,10 @@ struct fiber_record {
   fiber_record* link = nullptr;  // intrusive queue link (inbox, global FIFO)
   runtime_impl* rt = nullptr;
   std::atomic<worker*> last_worker{nullptr};  // where it last ran (remote unparks go there)
+  // Parks that blocked, for the deadlock watchdog: a fiber that keeps being
+  // woken is not stuck, even when every look finds it parked. Written by the
+  // fiber only (a plain load and store).
+  std::atomic<std::uint32_t> parks{0};
   std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
   std::uint64_t id = 0;
   unique_function body;
@@ -147,7 +154,35 @@ struct fiber_record {
   std::exception_ptr error;
   std::atomic<bool> joinable{false};  // false once detached: an escaping exception terminates
   std::vector<fls_entry> fls;
+  // What runtime_impl::dump reads from other threads (the fields above are
+  // the owner's): the runtime the fiber lives in (null once it has
+  // finished), its id, and whether it is a worker's job runner.
+  std::atomic<runtime_impl*> listed_in{nullptr};
+  std::atomic<std::uint64_t> listed_id{0};
+  std::atomic<bool> listed_runner{false};
 };
+
+/// Every fiber record ever made (records are never freed), for the dump.
+std::vector<fiber_record*> all_records();
+
+/// One fiber as the dump and the deadlock watchdog see it (a snapshot).
+struct seen_fiber {
+  std::uint64_t id;
+  bool runner;
+  bool parked;
+  const char* kind;  // what it waits for (wait_info::kind); null: nothing
+  const void* object;
+  std::int64_t detail;
+  std::int64_t since_ns;
+  std::uint32_t parks;  // fiber_record::parks
+  double seconds;       // how long it has waited
+  bool same_wait(const seen_fiber& o) const noexcept {
+    return id == o.id && parked == o.parked && kind == o.kind && object == o.object &&
+           since_ns == o.since_ns && parks == o.parks;
+  }
+};
+/// Writes one line per fiber, or per group of identical waits (dump.cpp).
+void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers);
 
 struct timer_entry {
   std::chrono::steady_clock::time_point deadline;
@@ -213,6 +248,12 @@ class worker {
   stack_mem take_stack();
   void recycle(fiber_record* f) noexcept;
   bool on_fiber() const noexcept { return current_ != &sched_rec_; }
+  /// Whether the worker sleeps (on its futex or in the poller): a snapshot,
+  /// from any thread.
+  bool asleep() const noexcept {
+    return sleep_word_.load(std::memory_order_relaxed) != 0 ||
+           polling_.load(std::memory_order_relaxed);
+  }
   fiber_record* current() const noexcept { return current_; }
 
   // --- any thread ---
@@ -322,6 +363,32 @@ class runtime_impl {
   /// Wakes one worker sleeping deep (not polling runnext slots), if any.
   void wake_deep_sleeper() noexcept;
   void fiber_finished() noexcept;
+  /// Writes every fiber of this runtime (state, what it waits for and for how
+  /// long, grouped when identical) and every worker (sleeping or busy) to
+  /// `os`, in the style of Go's goroutine dump (dump.cpp). A snapshot: any
+  /// thread, any time.
+  void dump(std::ostream& os) const;
+  /// This runtime's fibers, as the dump sees them.
+  std::vector<seen_fiber> snapshot() const;
+  /// The watchdog thread (watchdog.cpp): looks for a deadlock every so often
+  /// while something waits for the runtime to finish; started with the
+  /// workers, stopped before they are joined.
+  void start_watchdog();
+  void stop_watchdog() noexcept;
+  void watchdog_main();
+  /// Whether the runtime is quiet: nothing it knows of can wake its fibers
+  /// (the conditions of runtime_options::on_deadlock but the grace).
+  bool quiet(const std::vector<seen_fiber>& fibers) const noexcept;
+  /// Ends a run whose fibers are deadlocked: abandons them and wakes the
+  /// caller of run() or stop().
+  void abandon_deadlocked() noexcept;
+  std::thread watchdog;
+  std::mutex watchdog_mu;
+  std::condition_variable watchdog_cv;
+  bool watchdog_stop = false;  // guarded by watchdog_mu
+  /// Set when a run ended in a deadlock (policy raise); the report is its text.
+  std::atomic<bool> deadlocked{false};
+  std::string deadlock_report;
   /// Queues a job (job_queue.cpp; tessera/detail/job_queue.h has the contract).
   void push_job(job_node* t);
   /// Whether a job is queued anywhere (seq_cst loads): fiber_finished()

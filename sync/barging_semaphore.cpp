@@ -65,6 +65,7 @@ bool barging_semaphore::barge() noexcept {
 }
 
 bool barging_semaphore::acquire_slow(detail::deadline deadline) {
+  const wait_scope scope("counting_semaphore", this);
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(
       deadline, spin_budget, [this] { return barge(); },

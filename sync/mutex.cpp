@@ -67,6 +67,7 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
+  const wait_scope scope("mutex", this);
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
   // retries, so the owner's unlocks meanwhile take the fast path instead of

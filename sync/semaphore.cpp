@@ -136,6 +136,7 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
 }
 
 bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
+  const wait_scope scope("counting_semaphore", this);
   auto& cfg = twa_config();
   const auto threshold =
       static_cast<std::int64_t>(cfg.long_term_threshold.load(std::memory_order_relaxed));
@@ -163,8 +164,7 @@ bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
       for (std::uint32_t i = 0; i < spins; ++i) {
         if (admitted(t)) return true;
         cpu_relax();
-        if (deadline.has_value() && (i & 255) == 255 &&
-            std::chrono::steady_clock::now() >= *deadline) {
+        if ((i & 255) == 255 && deadline.passed()) {
           r = spin_result::timed_out;
           break;
         }
@@ -173,7 +173,7 @@ bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
       for (std::uint32_t i = 0; i < yields; ++i) {
         yield_now();
         if (admitted(t)) return true;
-        if (deadline.has_value() && std::chrono::steady_clock::now() >= *deadline) return cancel(t);
+        if (deadline.passed()) return cancel(t);
       }
       if (chain_wait(chain, is_admitted, deadline)) return true;
       return cancel(t);
@@ -259,6 +259,7 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
 }
 
 twa_semaphore::lobby_leave twa_semaphore::lobby_wait(detail::deadline deadline) {
+  const wait_scope scope("counting_semaphore", this);
   using clock = std::chrono::steady_clock;
   park_node n;
   n.who = self();
@@ -287,15 +288,14 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(detail::deadline deadline) 
       grant_then = grant_.load(std::memory_order_relaxed);
     }
     const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
-    const clock::time_point wake_at =
-        deadline.has_value() ? std::min(*deadline, forced_at) : forced_at;
+    const clock::time_point wake_at = deadline.earlier(forced_at).value_or_max();
     if (wake_at == clock::time_point::max()) {
       park();
       continue;
     }
     if (park_until(wake_at)) continue;
     const auto now = clock::now();
-    const bool expired = deadline.has_value() && now >= *deadline;
+    const bool expired = deadline.passed(now);
     if (!expired && now < forced_at) continue;
     if (!expired) {
       // Oldest for `fairness`. If the grant has not moved, nobody passed us (the

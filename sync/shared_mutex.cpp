@@ -231,6 +231,7 @@ detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::de
 }
 
 bool shared_timed_mutex::acquire(detail::deadline deadline) {
+  const wait_scope scope("shared_mutex", this);
   // Barged in or handed WRITER: either way, wait for the readers inside.
   return wait_in_queue(false, deadline, [this] { return take_writer(); }) !=
              detail::acquire_result::timed_out &&
@@ -238,6 +239,7 @@ bool shared_timed_mutex::acquire(detail::deadline deadline) {
 }
 
 bool shared_timed_mutex::acquire_shared(detail::deadline deadline) {
+  const wait_scope scope("shared_mutex (shared)", this);
   // Handed off: counted in by the writer that handed off.
   return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) !=
          detail::acquire_result::timed_out;

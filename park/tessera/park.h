@@ -56,6 +56,23 @@ struct park_ops {
   bool is_os_thread;
 };
 
+/// What a waiter is blocked on, for diagnostics (runtime::dump). Written by
+/// the waiter itself on a primitive's slow path, before it parks (wait_scope),
+/// and cleared when the wait ends; read from other threads as a snapshot
+/// (relaxed atomics: a dump may see a wait that has just ended).
+struct wait_info {
+  /// What the primitive is ("mutex", "latch", "channel receive", ...), a
+  /// string with static storage; null while the waiter waits for nothing.
+  std::atomic<const char*> kind{nullptr};
+  /// The primitive's address.
+  std::atomic<const void*> object{nullptr};
+  /// When the wait began: std::chrono::steady_clock, nanoseconds since its epoch.
+  std::atomic<std::int64_t> since_ns{0};
+  /// A number that says more, or -1: the descriptor of a socket wait, the id
+  /// of the fiber a join waits for.
+  std::atomic<std::int64_t> detail{-1};
+};
+
 /// An identity that can park: an OS thread or a fiber.
 ///
 /// Records are type-stable (never freed while the process lives), so a pointer to
@@ -78,6 +95,26 @@ class alignas(64) waiter {
   /// starting on a recycled record), so state an earlier owner left behind can
   /// be told from the current owner's.
   std::uint32_t generation = 0;
+  /// What it waits for right now (diagnostics; see wait_info).
+  wait_info wait;
+};
+
+/// Marks the caller as waiting on `object` (a primitive of kind `kind`, a
+/// string with static storage) for its lifetime, for runtime::dump. The
+/// primitives open one on their slow paths only, so an uncontended call
+/// writes nothing. The outermost scope wins: a primitive built on another
+/// (an event on its gate semaphore) is shown as itself, and an inner scope
+/// records nothing. Any thread or fiber may open one; the same caller closes
+/// it (it is a local).
+class wait_scope {
+ public:
+  wait_scope(const char* kind, const void* object, std::int64_t detail = -1) noexcept;
+  ~wait_scope();
+  wait_scope(const wait_scope&) = delete;
+  wait_scope& operator=(const wait_scope&) = delete;
+
+ private:
+  waiter* who_;  // null when an outer scope records the wait
 };
 
 /// The caller's identity: the current fiber, else the calling OS thread.
@@ -115,6 +152,11 @@ waiter*& current_waiter_slot() noexcept;
 waiter* thread_waiter() noexcept;
 /// The futex-based operations used by OS-thread waiters.
 extern const park_ops thread_park_ops;
+/// How many times, process-wide, an OS thread has gone to sleep in park() or
+/// park_until(), or been woken from one by unpark(): counted on those slow
+/// paths only. The deadlock watchdog's sign that threads outside a runtime
+/// still use the primitives (and so may yet wake its fibers).
+std::uint64_t thread_sleeps_and_wakes() noexcept;
 }  // namespace detail
 
 }  // namespace tessera

@@ -20,6 +20,17 @@ namespace tessera {
 /// says which one runs.
 enum class io_backend { automatic, epoll, io_uring };
 
+/// What a runtime does when it finds itself deadlocked (runtime_options::on_deadlock).
+/// - raise: print the deadlock report to stderr; run() — or stop(), for a
+///   runtime started with start() — then throws tessera::deadlock_error,
+///   whose what() is the report. The parked fibers are abandoned: they never
+///   resume, and their stacks are not reclaimed.
+/// - abort: print the report, then std::abort() (a core dump to look at).
+/// - report: print the report and go on waiting; a later deadlock, or the
+///   same one after something changed, is reported again.
+/// - off: do not look.
+enum class deadlock_policy { raise, abort, report, off };
+
 /// How a runtime is set up. An aggregate: `runtime rt({.workers = 2});`.
 struct runtime_options {
   /// Worker threads; 0 means one per core that hwloc reports among the CPUs
@@ -53,6 +64,21 @@ struct runtime_options {
   std::chrono::microseconds idle_spin{50};
   /// The I/O poller's kernel interface (see io_backend).
   io_backend io = io_backend::automatic;
+  /// What to do on a deadlock (see deadlock_policy). A runtime is deadlocked
+  /// when something waits for it to finish (run(), or stop()), fibers are
+  /// left, every one of them is parked, and nothing the runtime knows of can
+  /// wake them: no timer is pending (so no sleep and no timed wait), no fiber
+  /// waits on a descriptor or in io::blocking(), no job is queued and every
+  /// worker sleeps — and all of that has held, with no fiber's wait changing
+  /// and no OS thread sleeping or waking in a primitive (threads outside the
+  /// runtime that still use them may yet wake a fiber), for `deadlock_grace`.
+  deadlock_policy on_deadlock = deadlock_policy::raise;
+  /// How long a deadlock must hold before it is reported, in milliseconds. A
+  /// plain OS thread outside the runtime may still unpark a fiber: one that
+  /// does so within the grace is never taken for a deadlock; one that waits
+  /// longer is indistinguishable from one, so a program whose fibers wait on
+  /// such a thread raises the grace or chooses deadlock_policy::report.
+  std::chrono::milliseconds deadlock_grace{1000};
 };
 
 }  // namespace tessera

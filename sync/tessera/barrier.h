@@ -69,6 +69,8 @@ class barrier {
     return arrival_token(phase);
   }
   void wait(arrival_token&& token) const {
+    if (phase_.load(std::memory_order_acquire) != token.phase_) return;
+    const wait_scope scope("barrier", this);
     while (phase_.load(std::memory_order_acquire) == token.phase_)
       atomic_wait(&phase_, token.phase_);
   }

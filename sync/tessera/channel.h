@@ -296,6 +296,7 @@ class channel {
     }
     send_node n;
     n.value = &v;
+    const wait_scope scope("channel send", this);
     return park_in(senders_, n, deadline);
   }
 
@@ -327,6 +328,7 @@ class channel {
     }
     receive_node n;
     n.slot = &out;
+    const wait_scope scope("channel receive", this);
     return park_in(receivers_, n, deadline);
   }
 

@@ -60,7 +60,11 @@ class cv_core {
     n.who = self();
     queue_.push(n);
     lock.unlock();
-    const bool woken = queue_.await(n, deadline);
+    bool woken;
+    {
+      const wait_scope scope("condition_variable", this);
+      woken = queue_.await(n, deadline);
+    }
     relock(lock);
     return woken ? cv_status::no_timeout : cv_status::timeout;
   }
@@ -93,6 +97,7 @@ class cv_core {
     {
       std::stop_callback wake_on_stop(stop, [who = n.who]() noexcept { unpark(who); });
       lock.unlock();
+      const wait_scope scope("condition_variable", this);
       woken = queue_.await(n, deadline, stop);
     }
     relock(lock);
@@ -316,6 +321,7 @@ class condition_variable_atomic {
       if (!core_.queue().remove(n)) core_.queue().wake_one(&object);
       return true;
     }
+    const wait_scope scope("condition_variable_atomic", this);
     core_.queue().await(n, deadline);
     return false;
   }

@@ -54,7 +54,10 @@ class auto_reset_event {
     if (s < 0) gate_.release();  // a waiter was queued: admit it
   }
   void wait() {
-    if (status_.fetch_sub(1, std::memory_order_acquire) < 1) gate_.acquire();
+    if (status_.fetch_sub(1, std::memory_order_acquire) < 1) {
+      const wait_scope scope("auto_reset_event", this);
+      gate_.acquire();
+    }
   }
   /// Takes the signal if it is set; never waits.
   bool try_wait() noexcept {
@@ -70,6 +73,7 @@ class auto_reset_event {
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
     if (status_.fetch_sub(1, std::memory_order_acquire) >= 1) return true;
+    const wait_scope scope("auto_reset_event", this);
     if (gate_.try_acquire_for(d)) return true;
     return withdraw_or_take();
   }
@@ -109,11 +113,15 @@ class manual_reset_event {
   void reset() noexcept { state_.store(0, std::memory_order_relaxed); }
   bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == 1; }
   void wait() const {
+    if (state_.load(std::memory_order_acquire) != 0) return;
+    const wait_scope scope("manual_reset_event", this);
     while (state_.load(std::memory_order_acquire) == 0) atomic_wait(&state_, 0u);
   }
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    if (state_.load(std::memory_order_acquire) != 0) return true;
     const auto deadline = *detail::deadline::after(d);
+    const wait_scope scope("manual_reset_event", this);
     while (state_.load(std::memory_order_acquire) == 0) {
       if (!atomic_wait_until(&state_, 0u, deadline)) return is_set();
     }

@@ -53,8 +53,10 @@ class latch {
   }
   bool try_wait() const noexcept { return count_.load(std::memory_order_acquire) == 0; }
   void wait() const {
-    for (std::int32_t c; (c = count_.load(std::memory_order_acquire)) != 0;)
-      atomic_wait(&count_, c);
+    std::int32_t c = count_.load(std::memory_order_acquire);
+    if (c == 0) return;
+    const wait_scope scope("latch", this);
+    for (; c != 0; c = count_.load(std::memory_order_acquire)) atomic_wait(&count_, c);
   }
   void arrive_and_wait(std::ptrdiff_t n = 1) {
     count_down(n);

@@ -38,8 +38,10 @@ class wait_group {
   }
   void done() { add(-1); }
   void wait() const {
-    for (std::int64_t c; (c = count_.load(std::memory_order_acquire)) != 0;)
-      atomic_wait(&count_, c);
+    std::int64_t c = count_.load(std::memory_order_acquire);
+    if (c == 0) return;
+    const wait_scope scope("wait_group", this);
+    for (; c != 0; c = count_.load(std::memory_order_acquire)) atomic_wait(&count_, c);
   }
   std::int64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
 

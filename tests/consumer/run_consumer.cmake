@@ -5,12 +5,7 @@
 # tessera/config.h must keep the two in agreement. A consumer that defines
 # TESSERA_CHECKS to the other value must be rejected at compile time.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc TIMEOUT 120)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "consumer step failed (${rc}): ${ARGN}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 if(LIBRARY_CHECKS)
   set(build_type Release)
   set(mismatched 0)

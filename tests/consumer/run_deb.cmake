@@ -5,14 +5,7 @@
 # fails the test.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 300)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "package step failed (${rc}): ${ARGN}\n${out}${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 
 run(${CPACK_COMMAND} -G DEB --config ${TESSERA_BUILD_DIR}/CPackConfig.cmake -B ${WORK_DIR}/pkg)
 file(GLOB debs ${WORK_DIR}/pkg/libtessera-dev_*.deb)

@@ -1,14 +1,7 @@
 # Installs the built library into a scratch prefix and builds tests/consumer/main.cpp
 # with nothing but `pkg-config --cflags --libs tessera`, then runs it.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 120)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "pkg-config consumer step failed (${rc}): ${ARGN}\n${out}${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 run(${CMAKE_COMMAND} --install ${TESSERA_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 set(ENV{PKG_CONFIG_PATH} ${WORK_DIR}/prefix/lib/pkgconfig)
 run(pkg-config --cflags --libs tessera)

@@ -265,7 +265,7 @@ acquire_result barge_or_queue(detail::deadline deadline, unsigned spin_budget, T
     }
     if (deadline.has_value() || !requeue) {
       const auto now = std::chrono::steady_clock::now();
-      if (deadline.has_value() && now >= *deadline) return acquire_result::timed_out;
+      if (deadline.passed(now)) return acquire_result::timed_out;
       if (!requeue) since = now;
     }
     const park_mark got = queue(since, requeue);

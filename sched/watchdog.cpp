@@ -1,0 +1,141 @@
+// sched/watchdog.cpp — the runtime's watchdog thread: the deadlock report.
+//
+// Go's checkdead runs when the last M goes idle and knows every thread of the
+// process. A runtime does not: a plain OS thread outside it may hold a
+// reference to a parked fiber and unpark it later. So the check runs beside
+// the scheduler, not in it, on a thread of its own that wakes a few times per
+// grace period and reads what the dump reads (the fibers' wait records, the
+// workers' sleep words, the timer heap's earliest deadline, the job queues):
+// the switch path pays nothing for it. A deadlock is reported only when the
+// runtime has stayed quiet, with every fiber's wait the same wait (its kind,
+// object and start), for the whole grace period (runtime_options::on_deadlock).
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "internal.h"
+
+namespace tessera::sched {
+namespace {
+
+// What makes a fiber wakeable by the runtime itself: the descriptor waits
+// (the poller wakes them) and blocking() calls (a helper thread does).
+bool woken_by_runtime(const char* kind) noexcept {
+  if (kind == nullptr) return false;
+  const std::string_view k(kind);
+  return k.rfind("socket", 0) == 0 || k == "io::blocking";
+}
+
+bool same_waits(const std::vector<seen_fiber>& a, const std::vector<seen_fiber>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same_wait(b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+bool runtime_impl::quiet(const std::vector<seen_fiber>& fibers) const noexcept {
+  // Somebody waits for the run to end: run(), or stop() after start(). (A
+  // started runtime nobody has stopped may still be handed work.)
+  if (started.load(std::memory_order_acquire) || all_done.load(std::memory_order_acquire)) {
+    return false;
+  }
+  if ((live.load(std::memory_order_acquire) & kLiveCount) == 0 || fibers.empty()) return false;
+  if (next_deadline.load(std::memory_order_acquire) != kNoDeadline) return false;
+  if (work_left()) return false;
+  for (const auto& w : workers)
+    if (!w->asleep()) return false;
+  for (const auto& f : fibers)
+    if (!f.parked || woken_by_runtime(f.kind)) return false;
+  return true;
+}
+
+void runtime_impl::start_watchdog() {
+  if (opts.on_deadlock == deadlock_policy::off) return;
+  {
+    std::lock_guard lock(watchdog_mu);
+    watchdog_stop = false;
+  }
+  deadlocked.store(false, std::memory_order_relaxed);
+  deadlock_report.clear();
+  watchdog = std::thread([this] { watchdog_main(); });
+}
+
+void runtime_impl::stop_watchdog() noexcept {
+  if (!watchdog.joinable()) return;
+  {
+    std::lock_guard lock(watchdog_mu);
+    watchdog_stop = true;
+  }
+  watchdog_cv.notify_all();
+  watchdog.join();
+}
+
+void runtime_impl::watchdog_main() {
+  // Four looks per grace period: a deadlock is reported between one and one
+  // and a quarter grace periods after it began.
+  const auto grace = std::max(opts.deadlock_grace, std::chrono::milliseconds(1));
+  const auto step = std::max(grace / 4, std::chrono::milliseconds(1));
+  std::vector<seen_fiber> held;    // the quiet state we are timing, if any
+  std::uint64_t held_threads = 0;  // and the threads' sleeps and wakes then
+  auto quiet_since = std::chrono::steady_clock::time_point::max();
+  std::vector<seen_fiber> reported;  // policy report: the last state reported
+  std::unique_lock lock(watchdog_mu);
+  while (!watchdog_cv.wait_for(lock, step, [this] { return watchdog_stop; })) {
+    std::vector<seen_fiber> now = snapshot();
+    if (!quiet(now)) {
+      quiet_since = std::chrono::steady_clock::time_point::max();
+      continue;
+    }
+    // OS threads that sleep or wake in the primitives meanwhile may yet
+    // wake a fiber: quiet only counts while they are quiet too.
+    const std::uint64_t threads = detail::thread_sleeps_and_wakes();
+    if (quiet_since == std::chrono::steady_clock::time_point::max() || !same_waits(now, held) ||
+        threads != held_threads) {
+      held = std::move(now);
+      held_threads = threads;
+      quiet_since = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - quiet_since < grace) continue;
+    if (opts.on_deadlock == deadlock_policy::report && same_waits(now, reported)) continue;
+
+    std::ostringstream report;
+    std::size_t runners = 0;
+    for (const auto& f : now) runners += f.runner ? 1 : 0;
+    const std::size_t n = now.size() - runners;
+    report << "tessera: deadlock: all " << n << (n == 1 ? " fiber is" : " fibers are") << " parked";
+    if (runners != 0)
+      report << " (and " << runners << " job runner" << (runners == 1 ? "" : "s") << ")";
+    report << ", and nothing in the runtime can wake them\n";
+    write_fibers(report, now);
+    const std::string text = report.str();
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    switch (opts.on_deadlock) {
+      case deadlock_policy::abort:
+        std::abort();
+      case deadlock_policy::report:
+        reported = std::move(now);
+        break;
+      default:
+        deadlock_report = text;
+        abandon_deadlocked();
+        return;
+    }
+  }
+}
+
+void runtime_impl::abandon_deadlocked() noexcept {
+  // The parked fibers never resume: take them off the lists the dump and a
+  // later run's watchdog read, then end the run as the last fiber would.
+  for (fiber_record* f : all_records()) {
+    runtime_impl* expected = this;
+    f->listed_in.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+  }
+  deadlocked.store(true, std::memory_order_release);
+  if (!all_done.exchange(true, std::memory_order_acq_rel)) unpark(run_waiter);
+}
+
+}  // namespace tessera::sched

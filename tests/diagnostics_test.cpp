@@ -1,0 +1,336 @@
+// Diagnostics: what each waiter waits on (wait_scope, written on the slow
+// paths only) and runtime::dump, which lists a runtime's fibers with it.
+#include <tessera/channel.h>
+#include <tessera/condition_variable.h>
+#include <tessera/io.h>
+#include <tessera/latch.h>
+#include <tessera/mutex.h>
+#include <tessera/net.h>
+#include <tessera/park.h>
+#include <tessera/runtime.h>
+
+#include <atomic>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tessera::test {
+namespace {
+
+std::string dump_of(const runtime& rt) {
+  std::ostringstream os;
+  rt.dump(os);
+  return os.str();
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(WaitScope, RecordsTheWaitWhileItLivesAndTheOutermostWins) {
+  int a = 0, b = 0;
+  waiter* me = self();
+  EXPECT_EQ(me->wait.kind.load(), nullptr);
+  {
+    const wait_scope outer("latch", &a);
+    EXPECT_STREQ(me->wait.kind.load(), "latch");
+    EXPECT_EQ(me->wait.object.load(), &a);
+    EXPECT_GT(me->wait.since_ns.load(), 0);
+    {
+      const wait_scope inner("counting_semaphore", &b);  // the latch's own gate, say
+      EXPECT_STREQ(me->wait.kind.load(), "latch");
+      EXPECT_EQ(me->wait.object.load(), &a);
+    }
+    EXPECT_STREQ(me->wait.kind.load(), "latch");
+  }
+  EXPECT_EQ(me->wait.kind.load(), nullptr);
+}
+
+TEST(WaitScope, AnUncontendedLockRecordsNothing) {
+  mutex m;
+  waiter* me = self();
+  const auto since = me->wait.since_ns.load();
+  for (int i = 0; i < 1000; ++i) {
+    std::lock_guard lock(m);
+    EXPECT_EQ(me->wait.kind.load(), nullptr);
+  }
+  EXPECT_EQ(me->wait.since_ns.load(), since) << "the fast path wrote a wait record";
+}
+
+// Fibers parked on each kind of primitive show in the dump with what they
+// wait for; once released, they are gone from it.
+TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
+  watchdog dog("Dump.ListsEachParkedFiberWithWhatItWaitsFor", 60s);
+  runtime rt({.workers = 2});
+  rt.start();
+  latch gate(1);
+  mutex m;
+  m.lock();  // held by this thread: the locking fiber parks
+  channel<int> ch(0);
+  condition_variable cv;
+  mutex cv_mu;
+  bool cv_ready = false;
+  auto listener = net::tcp_listener::listen("127.0.0.1:0");
+  const int listen_fd = listener.descriptor().native_handle();
+  std::atomic<int> finished{0};
+  rt.spawn([&] {
+    gate.wait();
+    finished.fetch_add(1);
+  });
+  rt.spawn([&] {
+    std::lock_guard lock(m);
+    finished.fetch_add(1);
+  });
+  rt.spawn([&] {
+    EXPECT_EQ(ch.receive(), 7);
+    finished.fetch_add(1);
+  });
+  rt.spawn([&] {
+    std::unique_lock lock(cv_mu);
+    cv.wait(lock, [&] { return cv_ready; });
+    finished.fetch_add(1);
+  });
+  rt.spawn([&] {
+    this_fiber::sleep_for(200ms);
+    finished.fetch_add(1);
+  });
+  rt.spawn([&] {
+    std::error_code ec;
+    auto s = listener.accept(ec);  // woken by close() below
+    EXPECT_TRUE(ec);
+    finished.fetch_add(1);
+  });
+  auto joiner = rt.submit([&] {
+    fiber child([&] { gate.wait(); });
+    child.join();
+    finished.fetch_add(1);
+  });
+
+  std::string text;
+  const std::vector<std::string> expected = {"latch ",
+                                             "mutex ",
+                                             "channel receive ",
+                                             "condition_variable ",
+                                             "sleep",
+                                             "join of fiber",
+                                             "socket read fd " + std::to_string(listen_fd)};
+  const bool all_seen = eventually([&] {
+    text = dump_of(rt);
+    for (const auto& e : expected)
+      if (!has(text, e)) return false;
+    return true;
+  });
+  EXPECT_TRUE(all_seen) << text;
+  EXPECT_TRUE(has(text, "tessera: runtime dump: 2 workers")) << text;
+  EXPECT_TRUE(has(text, "worker 0 [")) << text;
+  EXPECT_TRUE(has(text, "2 fibers [latch ")) << "the two fibers on one latch group:\n" << text;
+
+  gate.count_down();
+  m.unlock();
+  EXPECT_TRUE(ch.send(7));
+  {
+    std::lock_guard lock(cv_mu);
+    cv_ready = true;
+  }
+  cv.notify_all();
+  listener.close();
+  joiner.get();
+  rt.stop();
+  EXPECT_EQ(finished.load(), 7);
+  const std::string after = dump_of(rt);
+  EXPECT_TRUE(has(after, "0 fibers")) << after;
+}
+
+// Go's debug=1: ten thousand fibers on one latch are one line.
+TEST(Dump, GroupsIdenticalWaits) {
+  watchdog dog("Dump.GroupsIdenticalWaits", 60s);
+  runtime rt({.workers = 2});
+  rt.start();
+  latch gate(1);
+  constexpr int kFibers = 500;
+  for (int i = 0; i < kFibers; ++i) rt.spawn([&] { gate.wait(); });
+  std::string text;
+  EXPECT_TRUE(eventually([&] {
+    text = dump_of(rt);
+    return has(text, std::to_string(kFibers) + " fibers [latch ");
+  })) << text;
+  std::size_t lines = 0;
+  for (char c : text) lines += c == '\n' ? 1 : 0;
+  EXPECT_LE(lines, 2u + 2u + 1u) << "header, two workers, one group:\n" << text;
+  gate.count_down();
+  rt.stop();
+}
+
+}  // namespace
+}  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+// The deadlock report, in each fiber environment: 1, 2 and 4 workers.
+class DeadlockIn : public ::testing::TestWithParam<unsigned> {
+ protected:
+  static constexpr auto kGrace = 150ms;
+  runtime::options opts() const { return {.workers = GetParam(), .deadlock_grace = kGrace}; }
+  // Runs `root` and expects run() to throw deadlock_error naming `waits`
+  // within a bounded time; returns the report.
+  template <class F>
+  std::string expect_deadlock(F root, std::initializer_list<const char*> waits) {
+    watchdog dog("a deadlock that is never reported", 60s);
+    runtime rt(opts());
+    const auto start = clock::now();
+    std::string report;
+    try {
+      rt.run(root);
+      ADD_FAILURE() << "run() returned from a deadlocked program";
+    } catch (const deadlock_error& e) {
+      report = e.what();
+    }
+    EXPECT_LT(clock::now() - start, 10s) << "reported, but late";
+    EXPECT_TRUE(has(report, "tessera: deadlock: all ")) << report;
+    for (const char* w : waits) EXPECT_TRUE(has(report, w)) << "no '" << w << "' in:\n" << report;
+    // The runtime runs again after a deadlock, and its dump no longer lists
+    // the abandoned fibers.
+    EXPECT_EQ(rt.run([] { return 5; }), 5);
+    EXPECT_TRUE(has(dump_of(rt), "0 fibers")) << dump_of(rt);
+    return report;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Workers, DeadlockIn, ::testing::Values(1u, 2u, 4u),
+                         [](const auto& p) { return std::to_string(p.param) + "w"; });
+
+TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
+  const std::string report = expect_deadlock(
+      [] {
+        mutex a, b;
+        latch both_hold(2);
+        fiber one([&] {
+          std::lock_guard la(a);
+          both_hold.arrive_and_wait();
+          std::lock_guard lb(b);
+        });
+        fiber two([&] {
+          std::lock_guard lb(b);
+          both_hold.arrive_and_wait();
+          std::lock_guard la(a);
+        });
+        one.join();
+        two.join();
+      },
+      {"all 3 fibers are parked", "[mutex 0x", "join of fiber"});
+  std::size_t mutex_waits = 0;
+  for (auto at = report.find("[mutex 0x"); at != std::string::npos;
+       at = report.find("[mutex 0x", at + 1))
+    ++mutex_waits;
+  EXPECT_EQ(mutex_waits, 2u) << "each fiber waits for the other's mutex:\n" << report;
+  EXPECT_FALSE(has(report, "latch")) << report;
+}
+
+TEST_P(DeadlockIn, ALatchNobodyCountsDown) {
+  expect_deadlock(
+      [] {
+        latch never(1);
+        never.wait();
+      },
+      {"all 1 fiber is parked", "latch 0x"});
+}
+
+TEST_P(DeadlockIn, AChannelReceiveWithNoSender) {
+  expect_deadlock(
+      [] {
+        channel<int> ch(4);
+        (void)ch.receive();
+      },
+      {"channel receive 0x"});
+}
+
+TEST_P(DeadlockIn, AJoinOfAFiberThatWaitsOnItsJoiner) {
+  expect_deadlock(
+      [] {
+        latch after_join(1);
+        fiber child([&] { after_join.wait(); });
+        child.join();
+        after_join.count_down();
+      },
+      {"all 2 fibers are parked", "join of fiber", "latch 0x"});
+}
+
+TEST_P(DeadlockIn, AStoppedRuntimeReportsFromStop) {
+  watchdog dog("a deadlock that is never reported", 60s);
+  runtime rt(opts());
+  rt.start();
+  latch never(1);
+  rt.spawn([&] { never.wait(); });
+  try {
+    rt.stop();
+    ADD_FAILURE() << "stop() returned although a fiber can never finish";
+  } catch (const deadlock_error& e) {
+    EXPECT_TRUE(has(e.what(), "latch 0x")) << e.what();
+  }
+}
+
+// Not deadlocks: whatever the runtime knows can wake a fiber, and a plain
+// thread that unparks within the grace period.
+TEST_P(DeadlockIn, SleepsSocketsBlockingCallsAndLateThreadsAreNotReported) {
+  watchdog dog("no deadlock: the run must end", 60s);
+  runtime rt(opts());
+  auto listener = net::tcp_listener::listen("127.0.0.1:0");
+  std::atomic<waiter*> parked{nullptr};
+  std::atomic<bool> go{false};
+  std::thread closer;
+  std::thread late;
+  EXPECT_NO_THROW(rt.run([&] {
+    fiber sleeper([] { this_fiber::sleep_for(kGrace * 3); });
+    fiber acceptor([&] {
+      std::error_code ec;
+      auto s = listener.accept(ec);  // closed by a plain thread after 3 grace periods
+      EXPECT_TRUE(ec);
+    });
+    fiber blocked([] { io::blocking([] { std::this_thread::sleep_for(kGrace * 3); }); });
+    fiber waiting([&] {
+      parked.store(self());
+      while (!go.load()) park();
+    });
+    closer = std::thread([&] {
+      std::this_thread::sleep_for(kGrace * 3);
+      listener.close();
+    });
+    late = std::thread([&] {
+      while (parked.load() == nullptr) std::this_thread::yield();
+      std::this_thread::sleep_for(kGrace / 2);  // within the grace: not a deadlock
+      go.store(true);
+      unpark(parked.load());
+    });
+    sleeper.join();
+    acceptor.join();
+    blocked.join();
+    waiting.join();
+  }));
+  closer.join();
+  late.join();
+}
+
+TEST(Deadlock, TheReportPolicyPrintsAndGoesOnWaiting) {
+  watchdog dog("the report policy", 60s);
+  runtime rt({.workers = 2, .on_deadlock = deadlock_policy::report, .deadlock_grace = 100ms});
+  latch gate(1);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(600ms);  // far beyond the grace: reported, then released
+    gate.count_down();
+  });
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(rt.run([&] { gate.wait(); }));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  opener.join();
+  EXPECT_TRUE(has(err, "tessera: deadlock: all 1 fiber is parked")) << err;
+  EXPECT_EQ(err.find("tessera: deadlock"), err.rfind("tessera: deadlock"))
+      << "the same deadlock was reported twice:\n"
+      << err;
+}
+
+}  // namespace
+}  // namespace tessera::test
