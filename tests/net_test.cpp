@@ -218,6 +218,7 @@ TEST_P(NetIn, AStopRequestCancelsAWaitAndLeavesTheStreamUsable) {
 TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
   watchdog dog("net accept deadline", 60s);
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  std::atomic<bool> timed_out{false};
   run_all(GetParam(), 2, [&](int who) {
     if (who == 0) {
       std::error_code ec;
@@ -225,10 +226,14 @@ TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
       (void)l.accept(ec, start + 20ms);
       EXPECT_EQ(ec, std::errc::timed_out);
       EXPECT_GE(clock::now() - start, 20ms);
+      timed_out = true;
       (void)l.accept(ec);  // until closed
       EXPECT_EQ(ec, io::error::closed);
     } else {
-      this_fiber::sleep_for(40ms);  // parks a fiber, sleeps a thread
+      // Close only after the timed accept: a closer that started 20 ms
+      // before the accepter (a loaded machine) would otherwise end it early.
+      while (!timed_out.load()) yield_now();
+      this_fiber::sleep_for(5ms);  // let the accepter park (either order passes)
       l.close();
     }
   });
