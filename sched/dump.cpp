@@ -118,6 +118,7 @@ void runtime_impl::dump(std::ostream& os) const {
   const std::vector<seen_fiber> fibers = snapshot();
   std::size_t runners = 0;
   for (const auto& f : fibers) runners += f.runner ? 1 : 0;
+  std::lock_guard lock(workers_mu);
   os << "tessera: runtime dump: " << workers.size()
      << (workers.size() == 1 ? " worker, " : " workers, ") << fibers.size() - runners
      << (fibers.size() - runners == 1 ? " fiber" : " fibers");

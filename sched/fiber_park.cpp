@@ -98,6 +98,7 @@ void worker::switch_to(fiber_record* next, post_action act) {
   current_ = next;
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
+  count_turn(to_sched ? nullptr : next);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   before_switch(from->san, next->san, act == post_action::finish);
@@ -199,7 +200,10 @@ void worker::block_current(post_action act) {
 
 void worker::yield_current() {
   fiber_record* next = pick_local();
-  if (next == nullptr) return;  // nothing else to run here: keep going
+  if (next == nullptr) {  // nothing else to run here: keep going
+    count_turn(current_);
+    return;
+  }
   switch_to(next, post_action::yield);
 }
 

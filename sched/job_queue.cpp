@@ -130,6 +130,7 @@ bool runtime_impl::work_left() const noexcept {
 void worker::execute(job_node* t) noexcept {
   const bool counted = t->counted;
   runtime_impl& r = rt;
+  count_turn(current_);  // a new job is progress, not a stall
   t->run(t);  // may park: `this` may be another worker's afterwards
   if (counted) r.fiber_finished();
 }

@@ -29,12 +29,22 @@ runtime_impl::runtime_impl(const runtime_options& o)
   if (opts.idle_spin.count() < 0) {
     throw std::invalid_argument("tessera::runtime: idle_spin must not be negative");
   }
+  if (opts.deadlock_grace.count() < 0) {
+    throw std::invalid_argument("tessera::runtime: deadlock_grace must not be negative");
+  }
+  if (opts.stall_threshold.count() < 0) {
+    throw std::invalid_argument(
+        "tessera::runtime: stall_threshold must not be negative (0 turns the report off)");
+  }
   if (opts.workers == 0) opts.workers = topo.cores();
   topo.plan(opts.workers);
   if (opts.guard_pages) install_overflow_handler();
+  if (opts.dump_on_sigquit) register_sigquit_dump(this);
 }
 
-runtime_impl::~runtime_impl() = default;
+runtime_impl::~runtime_impl() {
+  if (opts.dump_on_sigquit) unregister_sigquit_dump(this);
+}
 
 void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function body,
                               bool is_joinable, worker* home, bool counted) {
@@ -119,8 +129,13 @@ void runtime_impl::start_workers(const char* who) {
   timers.clear();
   next_deadline.store(kNoDeadline, std::memory_order_relaxed);
   run_waiter = self();
-  workers.clear();
-  for (unsigned i = 0; i < opts.workers; ++i) workers.push_back(std::make_unique<worker>(*this, i));
+  {
+    std::lock_guard lock(workers_mu);
+    workers.clear();
+    for (unsigned i = 0; i < opts.workers; ++i) {
+      workers.push_back(std::make_unique<worker>(*this, i));
+    }
+  }
   busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
   deep_sleepers.store(0, std::memory_order_relaxed);
 }
@@ -132,7 +147,10 @@ void runtime_impl::join_workers() noexcept {
   for (auto& w : workers) w->wake_if_sleeping();
   for (auto& w : workers) w->join();
   while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
-  workers.clear();
+  {
+    std::lock_guard lock(workers_mu);
+    workers.clear();
+  }
   running.store(false, std::memory_order_release);
 }
 
@@ -144,7 +162,10 @@ void runtime_impl::run_root(unique_function root) {
   } catch (...) {
     std::vector<fiber_record*> one{f};
     pool_records(one);
-    workers.clear();
+    {
+      std::lock_guard lock(workers_mu);
+      workers.clear();
+    }
     running.store(false, std::memory_order_release);
     throw;
   }

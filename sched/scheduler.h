@@ -183,6 +183,12 @@ struct seen_fiber {
 };
 /// Writes one line per fiber, or per group of identical waits (dump.cpp).
 void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers);
+/// runtime_options::dump_on_sigquit (sigquit.cpp): `rt`'s dump is written on
+/// SIGQUIT from registration until unregistration (which waits for a dump in
+/// progress). register_sigquit_dump throws std::system_error if the handler
+/// cannot be installed.
+void register_sigquit_dump(const runtime_impl* rt);
+void unregister_sigquit_dump(const runtime_impl* rt) noexcept;
 
 struct timer_entry {
   std::chrono::steady_clock::time_point deadline;
@@ -254,6 +260,10 @@ class worker {
     return sleep_word_.load(std::memory_order_relaxed) != 0 ||
            polling_.load(std::memory_order_relaxed);
   }
+  /// The fiber it runs (null: none), and its switches and yields so far: a
+  /// snapshot for the stall watchdog, from any thread.
+  fiber_record* running() const noexcept { return running_.load(std::memory_order_relaxed); }
+  std::uint64_t turns() const noexcept { return turns_.load(std::memory_order_relaxed); }
   fiber_record* current() const noexcept { return current_; }
 
   // --- any thread ---
@@ -269,6 +279,11 @@ class worker {
   static void fiber_entry(transfer_t t);
   static void landed(transfer_t t) noexcept;
   void complete_switch(fcontext_t from) noexcept;
+  // One more switch or yield, now running `f` (null: the scheduler loop).
+  void count_turn(fiber_record* f) noexcept {
+    running_.store(f, std::memory_order_relaxed);
+    turns_.store(turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   // The out-of-line parts of pick_local() and make_runnext() (pick.h).
   void tend_timers_and_io();
   fiber_record* pick_beyond_runnext(std::uint32_t tick);
@@ -297,6 +312,11 @@ class worker {
 
   alignas(64) fiber_record sched_rec_;  // the worker thread's own stack, as a record
   fiber_record* current_ = &sched_rec_;
+  // For the stall watchdog, read from its thread: the fiber running (null:
+  // the scheduler loop) and how many times this worker switched or a fiber
+  // yielded on it. Written by the worker alone (plain loads and stores).
+  std::atomic<fiber_record*> running_{nullptr};
+  std::atomic<std::uint64_t> turns_{0};
   fiber_record* prev_ = nullptr;
   post_action post_ = post_action::none;
   std::uint32_t runnext_streak_ = 0;
@@ -417,6 +437,9 @@ class runtime_impl {
   poller io;  // its kernel instance is created at the first registration (poller.h)
   stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
+  /// Guards `workers` being built and cleared against dump() from another
+  /// thread (the workers' own code and the watchdog run while it stands).
+  mutable std::mutex workers_mu;
   global_fifo<fiber_record> global;
   std::array<global_fifo<job_node>, kJobPriorities> global_jobs;  // from outside
   std::atomic<bool> jobs_used{false};  // set at the first job: until then no pick looks for jobs

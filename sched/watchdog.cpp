@@ -1,4 +1,5 @@
-// sched/watchdog.cpp — the runtime's watchdog thread: the deadlock report.
+// sched/watchdog.cpp — the runtime's watchdog thread: the deadlock report and
+// the stall report.
 //
 // Go's checkdead runs when the last M goes idle and knows every thread of the
 // process. A runtime does not: a plain OS thread outside it may hold a
@@ -9,6 +10,12 @@
 // the switch path pays nothing for it. A deadlock is reported only when the
 // runtime has stayed quiet, with every fiber's wait the same wait (its kind,
 // object and start), for the whole grace period (runtime_options::on_deadlock).
+//
+// A stall (Seastar's reactor stall) is a fiber or job that holds its worker
+// without parking or yielding: the watchdog reads each busy worker's count of
+// switches and yields, and reports once when it has stood still for
+// runtime_options::stall_threshold (the worker counts with a plain store).
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -52,7 +59,7 @@ bool runtime_impl::quiet(const std::vector<seen_fiber>& fibers) const noexcept {
 }
 
 void runtime_impl::start_watchdog() {
-  if (opts.on_deadlock == deadlock_policy::off) return;
+  if (opts.on_deadlock == deadlock_policy::off && opts.stall_threshold.count() <= 0) return;
   {
     std::lock_guard lock(watchdog_mu);
     watchdog_stop = false;
@@ -72,33 +79,80 @@ void runtime_impl::stop_watchdog() noexcept {
   watchdog.join();
 }
 
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// One worker as the stall check follows it.
+struct worker_watch {
+  std::uint64_t turns = 0;
+  steady::time_point still_since = steady::time_point::max();
+  bool reported = false;  // this stall was reported
+};
+
+}  // namespace
+
 void runtime_impl::watchdog_main() {
-  // Four looks per grace period: a deadlock is reported between one and one
-  // and a quarter grace periods after it began.
+  const bool deadlocks = opts.on_deadlock != deadlock_policy::off;
+  const bool stalls = opts.stall_threshold.count() > 0;
   const auto grace = std::max(opts.deadlock_grace, std::chrono::milliseconds(1));
-  const auto step = std::max(grace / 4, std::chrono::milliseconds(1));
+  // Four looks per grace period and per stall threshold: a deadlock is
+  // reported between one and one and a quarter grace periods after it
+  // began, a stall as late.
+  auto step = std::chrono::milliseconds(1000);
+  if (deadlocks) step = std::min(step, grace / 4);
+  if (stalls) step = std::min(step, opts.stall_threshold / 4);
+  step = std::max(step, std::chrono::milliseconds(1));
+
+  std::vector<worker_watch> watched(workers.size());
   std::vector<seen_fiber> held;    // the quiet state we are timing, if any
   std::uint64_t held_threads = 0;  // and the threads' sleeps and wakes then
-  auto quiet_since = std::chrono::steady_clock::time_point::max();
+  auto quiet_since = steady::time_point::max();
   std::vector<seen_fiber> reported;  // policy report: the last state reported
   std::unique_lock lock(watchdog_mu);
   while (!watchdog_cv.wait_for(lock, step, [this] { return watchdog_stop; })) {
+    if (stalls) {
+      for (std::size_t i = 0; i < workers.size(); ++i) {
+        const worker& w = *workers[i];
+        worker_watch& ww = watched[i];
+        const std::uint64_t turns = w.turns();
+        const fiber_record* f = w.running();
+        if (turns != ww.turns || f == nullptr || w.asleep()) {
+          ww = {turns, steady::now(), false};
+          continue;
+        }
+        const auto held_for = steady::now() - ww.still_since;
+        if (ww.reported || held_for < opts.stall_threshold) continue;
+        ww.reported = true;
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(held_for).count();
+        std::fprintf(stderr,
+                     "tessera: stall: %s %" PRIu64
+                     " has held worker %u for %lld ms without parking or yielding (the "
+                     "worker's other fibers wait meanwhile; threshold %lld ms)\n",
+                     f->listed_runner.load(std::memory_order_relaxed) ? "job runner" : "fiber",
+                     f->listed_id.load(std::memory_order_relaxed), w.index,
+                     static_cast<long long>(ms),
+                     static_cast<long long>(opts.stall_threshold.count()));
+        std::fflush(stderr);
+      }
+    }
+    if (!deadlocks) continue;
     std::vector<seen_fiber> now = snapshot();
     if (!quiet(now)) {
-      quiet_since = std::chrono::steady_clock::time_point::max();
+      quiet_since = steady::time_point::max();
       continue;
     }
     // OS threads that sleep or wake in the primitives meanwhile may yet
     // wake a fiber: quiet only counts while they are quiet too.
     const std::uint64_t threads = detail::thread_sleeps_and_wakes();
-    if (quiet_since == std::chrono::steady_clock::time_point::max() || !same_waits(now, held) ||
+    if (quiet_since == steady::time_point::max() || !same_waits(now, held) ||
         threads != held_threads) {
       held = std::move(now);
       held_threads = threads;
-      quiet_since = std::chrono::steady_clock::now();
+      quiet_since = steady::now();
       continue;
     }
-    if (std::chrono::steady_clock::now() - quiet_since < grace) continue;
+    if (steady::now() - quiet_since < grace) continue;
     if (opts.on_deadlock == deadlock_policy::report && same_waits(now, reported)) continue;
 
     std::ostringstream report;
@@ -106,8 +160,9 @@ void runtime_impl::watchdog_main() {
     for (const auto& f : now) runners += f.runner ? 1 : 0;
     const std::size_t n = now.size() - runners;
     report << "tessera: deadlock: all " << n << (n == 1 ? " fiber is" : " fibers are") << " parked";
-    if (runners != 0)
+    if (runners != 0) {
       report << " (and " << runners << " job runner" << (runners == 1 ? "" : "s") << ")";
+    }
     report << ", and nothing in the runtime can wake them\n";
     write_fibers(report, now);
     const std::string text = report.str();

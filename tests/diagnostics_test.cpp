@@ -1,5 +1,7 @@
 // Diagnostics: what each waiter waits on (wait_scope, written on the slow
 // paths only) and runtime::dump, which lists a runtime's fibers with it.
+#include <poll.h>
+#include <signal.h>
 #include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/io.h>
@@ -8,6 +10,7 @@
 #include <tessera/net.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -330,6 +333,100 @@ TEST(Deadlock, TheReportPolicyPrintsAndGoesOnWaiting) {
   EXPECT_EQ(err.find("tessera: deadlock"), err.rfind("tessera: deadlock"))
       << "the same deadlock was reported twice:\n"
       << err;
+}
+
+}  // namespace
+}  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+// The stall report: a fiber that holds its worker past the threshold is
+// reported once; one that yields, parks or sleeps as long is not.
+TEST(Stall, AFiberThatHoldsItsWorkerIsReportedOnce) {
+  watchdog dog("the stall report", 60s);
+  runtime rt({.workers = 2, .stall_threshold = 100ms});
+  std::uint64_t spinner = 0;
+  ::testing::internal::CaptureStderr();
+  rt.run([&] {
+    fiber hog([] {
+      const auto until = clock::now() + 600ms;
+      while (clock::now() < until) {  // neither parks nor yields
+      }
+    });
+    spinner = hog.get_id().value();
+    fiber polite([] {
+      const auto until = clock::now() + 600ms;
+      while (clock::now() < until) this_fiber::yield();
+    });
+    fiber sleeper([] { this_fiber::sleep_for(600ms); });
+    hog.join();
+    polite.join();
+    sleeper.join();
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string expected =
+      "tessera: stall: fiber " + std::to_string(spinner) + " has held worker";
+  EXPECT_TRUE(has(err, expected)) << err;
+  EXPECT_EQ(err.find("tessera: stall"), err.rfind("tessera: stall"))
+      << "one stall, one report (only the hog stalls):\n"
+      << err;
+}
+
+TEST(Stall, AZeroThresholdTurnsTheReportOff) {
+  watchdog dog("the stall report, off", 60s);
+  runtime rt({.workers = 1, .stall_threshold = 0ms});
+  ::testing::internal::CaptureStderr();
+  rt.run([] {
+    const auto until = clock::now() + 300ms;
+    while (clock::now() < until) {
+    }
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(has(err, "tessera: stall")) << err;
+}
+
+}  // namespace
+}  // namespace tessera::test
+
+namespace tessera::test {
+namespace {
+
+// dump_on_sigquit: SIGQUIT writes the dump to stderr, and the program goes on.
+TEST(Dump, SigquitWritesTheDumpToStderr) {
+  watchdog dog("the SIGQUIT dump", 60s);
+  runtime rt({.workers = 2, .dump_on_sigquit = true});
+  rt.start();
+  latch gate(1);
+  rt.spawn([&] { gate.wait(); });
+  ASSERT_TRUE(eventually([&] { return has(dump_of(rt), "[latch "); }));
+
+  // Stderr into a pipe while the signal is handled; read until the dump's
+  // fiber line has come (bounded by poll's timeout).
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ::dup2(fds[1], 2);
+  ::close(fds[1]);
+  ASSERT_EQ(::kill(::getpid(), SIGQUIT), 0);
+  std::string got;
+  const auto until = clock::now() + 10s;
+  while (!has(got, "[latch ") && clock::now() < until) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    char buf[512];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(fds[0]);
+  EXPECT_TRUE(has(got, "tessera: runtime dump: 2 workers, 1 fiber")) << got;
+  EXPECT_TRUE(has(got, "[latch ")) << got;
+  gate.count_down();
+  rt.stop();  // still running after the signal
 }
 
 }  // namespace

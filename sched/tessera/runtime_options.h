@@ -79,6 +79,19 @@ struct runtime_options {
   /// longer is indistinguishable from one, so a program whose fibers wait on
   /// such a thread raises the grace or chooses deadlock_policy::report.
   std::chrono::milliseconds deadlock_grace{1000};
+  /// Report a stall: a fiber (or a job) that has held its worker this long
+  /// without parking or yielding, in milliseconds — scheduling is
+  /// cooperative, so it keeps every other fiber of that worker waiting. The
+  /// report ("tessera: stall: fiber 7 has held worker 1 for 512 ms without
+  /// parking or yielding") goes to stderr once per stall, from the runtime's
+  /// watchdog thread; the switch path only counts its switches. 0: off.
+  std::chrono::milliseconds stall_threshold{500};
+  /// On SIGQUIT (Ctrl-\\ in a terminal), write this runtime's dump
+  /// (runtime::dump) to stderr and go on running — Go prints its goroutines
+  /// and exits; we leave that choice to the program. Installs a process-wide
+  /// SIGQUIT handler (async-signal-safe: it only wakes a dumper thread)
+  /// when the first such runtime is built; the handler stays.
+  bool dump_on_sigquit = false;
 };
 
 }  // namespace tessera
