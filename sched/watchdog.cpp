@@ -22,6 +22,10 @@
 
 #include "internal.h"
 
+#if TESSERA_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace tessera::sched {
 namespace {
 
@@ -185,9 +189,16 @@ void runtime_impl::watchdog_main() {
 void runtime_impl::abandon_deadlocked() noexcept {
   // The parked fibers never resume: take them off the lists the dump and a
   // later run's watchdog read, then end the run as the last fiber would.
+  // Their stacks stay mapped, and what they point to stays allocated; under
+  // LeakSanitizer the stacks become root regions, so that this is not
+  // reported as a leak (it is still reachable, from a frozen frame).
   for (fiber_record* f : all_records()) {
     runtime_impl* expected = this;
-    f->listed_in.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+    if (f->listed_in.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed)) {
+#if TESSERA_ASAN
+      __lsan_register_root_region(f->stack.bottom(), f->stack.usable());
+#endif
+    }
   }
   deadlocked.store(true, std::memory_order_release);
   if (!all_done.exchange(true, std::memory_order_acq_rel)) unpark(run_waiter);
