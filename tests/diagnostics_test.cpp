@@ -168,12 +168,6 @@ TEST(Dump, GroupsIdenticalWaits) {
   rt.stop();
 }
 
-}  // namespace
-}  // namespace tessera::test
-
-namespace tessera::test {
-namespace {
-
 // The deadlock report, in each fiber environment: 1, 2 and 4 workers.
 class DeadlockIn : public ::testing::TestWithParam<unsigned> {
  protected:
@@ -335,12 +329,6 @@ TEST(Deadlock, TheReportPolicyPrintsAndGoesOnWaiting) {
       << err;
 }
 
-}  // namespace
-}  // namespace tessera::test
-
-namespace tessera::test {
-namespace {
-
 // The stall report: a fiber that holds its worker past the threshold is
 // reported once; one that yields, parks or sleeps as long is not.
 TEST(Stall, AFiberThatHoldsItsWorkerIsReportedOnce) {
@@ -385,12 +373,6 @@ TEST(Stall, AZeroThresholdTurnsTheReportOff) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(has(err, "tessera: stall")) << err;
 }
-
-}  // namespace
-}  // namespace tessera::test
-
-namespace tessera::test {
-namespace {
 
 // dump_on_sigquit: SIGQUIT writes the dump to stderr, and the program goes on.
 TEST(Dump, SigquitWritesTheDumpToStderr) {
