@@ -172,7 +172,8 @@ void unpark(waiter* who) noexcept {
 
 // Relaxed: the record is a snapshot for diagnostics; nothing synchronizes
 // through it, and only its owner writes it.
-wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail) noexcept
+wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail,
+                       const std::atomic<waiter*>* holder) noexcept
     : who_(self()) {
   if (who_->wait.kind.load(std::memory_order_relaxed) != nullptr) {
     who_ = nullptr;  // an outer scope says what we wait for
@@ -183,6 +184,7 @@ wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail
                             std::memory_order_relaxed);
   who_->wait.object.store(object, std::memory_order_relaxed);
   who_->wait.detail.store(detail, std::memory_order_relaxed);
+  who_->wait.holder.store(holder, std::memory_order_relaxed);
   who_->wait.kind.store(kind, std::memory_order_relaxed);
 }
 

@@ -1,7 +1,11 @@
 // The public face of the fiber runtime (tessera/runtime.h) over the engine in sched/.
 #include "tessera/runtime.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ostream>
 #include <system_error>
 #include <thread>
@@ -36,7 +40,8 @@ fiber_record* start_fiber(unique_function body, bool joinable) {
         "tessera::fiber: fibers can only be started from a fiber of a running tessera::runtime "
         "(inside runtime::run)");
   }
-  return w->rt.spawn(*w, std::move(body), joinable);
+  const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+  return w->rt.spawn(*w, std::move(body), joinable, site);
 }
 
 void join_fiber(fiber_record* f) {
@@ -115,8 +120,11 @@ void runtime::stop() {
 bool runtime::running() const noexcept {
   return impl_->running.load(std::memory_order_acquire);
 }
+// Out of line, and called from templates that are always inlined: the return
+// address is the spawn call in the user's code (fiber_record::created_at).
 detail::fiber_record* runtime::spawn_record(detail::unique_function body, bool joinable) {
-  return impl_->spawn_from_anywhere(std::move(body), joinable);
+  const auto site = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+  return impl_->spawn_from_anywhere(std::move(body), joinable, site);
 }
 
 void runtime::run_root(detail::unique_function root) {
@@ -208,6 +216,30 @@ void yield() {
 
 fiber::id get_id() noexcept {
   return fiber::id(detail::current_fiber_id());
+}
+
+void set_name(std::string_view name) {
+  waiter* me = self();
+  if (me->ops == &detail::fiber_park_ops) {
+    static_cast<detail::fiber_record*>(me->context)->set_name(name);
+    return;
+  }
+  // A thread: its kernel name, which the kernel cuts to 15 bytes.
+  char buf[16];
+  const std::size_t len = std::min(name.size(), sizeof buf - 1);
+  std::memcpy(buf, name.data(), len);
+  buf[len] = '\0';
+  pthread_setname_np(pthread_self(), buf);
+}
+
+std::string get_name() {
+  waiter* me = self();
+  if (me->ops == &detail::fiber_park_ops) {
+    return static_cast<const detail::fiber_record*>(me->context)->get_name();
+  }
+  char buf[16] = {};
+  pthread_getname_np(pthread_self(), buf, sizeof buf);
+  return buf;
 }
 
 void sleep_until(std::chrono::steady_clock::time_point deadline) {

@@ -2,6 +2,7 @@
 // waits for and for how long, in the style of Go's goroutine dump. It reads
 // the records other threads own as a snapshot (atomics, relaxed), so it may
 // run at any time, from any thread, and costs the scheduler nothing.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -10,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backtrace.h"
 #include "internal.h"
 
 namespace tessera::sched {
@@ -50,7 +52,36 @@ std::string duration(double s) {
 
 }  // namespace
 
-std::vector<seen_fiber> runtime_impl::snapshot() const {
+namespace {
+
+// The saved context and stack of a parked fiber: written by its worker at a
+// switch without synchronising with the dump (a snapshot; backtrace_of
+// tolerates a stale one), so read past the sanitizers.
+__attribute__((no_sanitize("thread"))) const void* racy_read(const void* const* p) noexcept {
+  return *static_cast<const void* const volatile*>(p);
+}
+
+// The fiber (or thread) that holds what `f` waits for, where that is known.
+void find_holder(const fiber_record* f, seen_fiber& out) {
+  if (out.kind == nullptr) return;
+  if (std::string_view(out.kind) == "join of fiber" && out.detail > 0) {
+    out.holder = static_cast<std::uint64_t>(out.detail);
+    return;
+  }
+  const std::atomic<waiter*>* slot = f->w.wait.holder.load(std::memory_order_relaxed);
+  if (slot == nullptr) return;
+  const waiter* h = slot->load(std::memory_order_relaxed);
+  if (h == nullptr) return;
+  if (h->ops == &fiber_park_ops) {
+    out.holder = static_cast<const fiber_record*>(h->context)->listed_id.load(std::memory_order_relaxed);
+  } else {
+    out.held_by_thread = true;
+  }
+}
+
+}  // namespace
+
+std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
   const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
@@ -61,13 +92,23 @@ std::vector<seen_fiber> runtime_impl::snapshot() const {
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
     const std::int64_t since = f->w.wait.since_ns.load(std::memory_order_relaxed);
     fibers.push_back(
-        {f->listed_id.load(std::memory_order_relaxed),
+        {f, f->listed_id.load(std::memory_order_relaxed),
          f->listed_runner.load(std::memory_order_relaxed),
          state == kParkedState || state == kParkedTimedState, kind,
          f->w.wait.object.load(std::memory_order_relaxed),
          f->w.wait.detail.load(std::memory_order_relaxed), since,
          f->parks.load(std::memory_order_relaxed),
-         kind != nullptr && since > 0 ? static_cast<double>(now_ns - since) * 1e-9 : 0.0});
+         kind != nullptr && since > 0 ? static_cast<double>(now_ns - since) * 1e-9 : 0.0,
+         f->get_name(), f->created_at.load(std::memory_order_relaxed), 0, false, {}});
+    seen_fiber& seen = fibers.back();
+    find_holder(f, seen);
+    if (backtraces && seen.parked) {
+      const void* map = racy_read(reinterpret_cast<const void* const*>(&f->stack.map));
+      const std::size_t size = reinterpret_cast<std::size_t>(
+          racy_read(reinterpret_cast<const void* const*>(&f->stack.map_size)));
+      seen.stack = backtrace_of(racy_read(reinterpret_cast<const void* const*>(&f->ctx)), map,
+                                static_cast<const char*>(map) + size);
+    }
   }
   return fibers;
 }
@@ -76,10 +117,11 @@ void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers) {
   // Identical waits (the same state, primitive and object) print once with
   // their count, as Go's dump groups identical stacks: ten thousand fibers on
   // one latch make one line.
-  std::map<std::tuple<bool, std::string>, std::vector<const seen_fiber*>> groups;
-  std::vector<std::tuple<bool, std::string>> order;
+  using key_t = std::tuple<bool, std::string, std::uintptr_t, std::vector<std::uintptr_t>>;
+  std::map<key_t, std::vector<const seen_fiber*>> groups;
+  std::vector<key_t> order;
   for (const auto& f : fibers) {
-    auto key = std::make_tuple(f.runner, describe(f));
+    auto key = std::make_tuple(f.runner, describe(f), f.created_at, f.stack);
     auto& g = groups[key];
     if (g.empty()) order.push_back(key);
     g.push_back(&f);
@@ -97,25 +139,75 @@ void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers) {
       const std::string lo = duration(shortest), hi = duration(longest);
       how += ", " + (lo == hi ? hi : lo + " to " + hi);
     }
-    if (g.size() == 1) {
-      os << what << ' ' << g.front()->id << " [" << how << "]\n";
-      continue;
+    const seen_fiber& first = *g.front();
+    if (first.holder != 0 && std::string_view(first.kind) != "join of fiber") {
+      how += ", held by fiber " + std::to_string(first.holder);
+    } else if (first.held_by_thread) {
+      how += ", held by a thread";
     }
-    os << g.size() << ' ' << what << "s [" << how << "]:";
-    std::size_t shown = 0;
-    for (const seen_fiber* f : g) {
-      if (shown++ == 16) {
-        os << " ...";
-        break;
+    if (g.size() == 1) {
+      os << what << ' ' << first.id;
+      if (!first.name.empty()) os << " \"" << first.name << '"';
+      os << " [" << how << "]";
+    } else {
+      os << g.size() << ' ' << what << "s [" << how << "]";
+    }
+    if (first.created_at != 0) os << " created at " << describe_code(first.created_at);
+    if (g.size() > 1) {
+      os << ':';
+      std::size_t shown = 0;
+      for (const seen_fiber* f : g) {
+        if (shown++ == 16) {
+          os << " ...";
+          break;
+        }
+        os << ' ' << f->id;
       }
-      os << ' ' << f->id;
     }
     os << '\n';
+    write_backtrace(os, first.stack);
   }
 }
 
+std::size_t write_wait_cycles(std::ostream& os, const std::vector<seen_fiber>& fibers) {
+  std::map<std::uint64_t, const seen_fiber*> by_id;
+  for (const auto& f : fibers) by_id[f.id] = &f;
+  auto next = [&](const seen_fiber* f) -> const seen_fiber* {
+    if (!f->parked || f->holder == 0) return nullptr;
+    const auto it = by_id.find(f->holder);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  std::map<std::uint64_t, int> state;  // 1: on the walk in progress, 2: done
+  std::size_t cycles = 0;
+  for (const auto& start : fibers) {
+    std::vector<const seen_fiber*> path;
+    const seen_fiber* f = &start;
+    while (f != nullptr && state[f->id] == 0) {
+      state[f->id] = 1;
+      path.push_back(f);
+      f = next(f);
+    }
+    if (f != nullptr && state[f->id] == 1) {
+      // f closes a cycle: print it from f round to f.
+      ++cycles;
+      os << "tessera: the waits form a cycle:\n";
+      auto it = std::find(path.begin(), path.end(), f);
+      for (; it != path.end(); ++it) {
+        const seen_fiber& w = **it;
+        os << "  fiber " << w.id;
+        if (!w.name.empty()) os << " \"" << w.name << '"';
+        os << " waits for " << describe(w);
+        if (std::string_view(w.kind) != "join of fiber") os << " held by fiber " << w.holder;
+        os << '\n';
+      }
+    }
+    for (const seen_fiber* p : path) state[p->id] = 2;
+  }
+  return cycles;
+}
+
 void runtime_impl::dump(std::ostream& os) const {
-  const std::vector<seen_fiber> fibers = snapshot();
+  const std::vector<seen_fiber> fibers = snapshot(true);
   std::size_t runners = 0;
   for (const auto& f : fibers) runners += f.runner ? 1 : 0;
   std::lock_guard lock(workers_mu);

@@ -3,7 +3,14 @@
 // through a per-worker cache.
 #include "internal.h"
 
+#include <algorithm>
 #include <mutex>
+
+// The debugger's view of the records (debugger.cpp).
+extern "C" {
+extern tessera::sched::fiber_record* const* volatile tessera_debug_records;
+extern volatile std::size_t tessera_debug_record_count;
+}
 
 namespace tessera::sched {
 
@@ -39,6 +46,8 @@ fiber_record* new_record() {
   auto& pool = records();
   std::lock_guard lock(pool.mu);
   pool.all.push_back(f);
+  tessera_debug_records = pool.all.data();
+  tessera_debug_record_count = pool.all.size();
   return f;
 }
 
@@ -94,6 +103,28 @@ void release_record(fiber_record* f) noexcept {
     std::vector<fiber_record*> one{f};
     pool_records(one);
   }
+}
+
+}  // namespace tessera::sched
+
+namespace tessera::sched {
+
+void fiber_record::set_name(std::string_view n) noexcept {
+  const std::size_t len = std::min(n.size(), name.size() - 1);
+  // The terminator first: a dump reading meanwhile sees a shorter name, never
+  // one that runs past the array.
+  name[len].store('\0', std::memory_order_relaxed);
+  for (std::size_t i = 0; i < len; ++i) name[i].store(n[i], std::memory_order_relaxed);
+}
+
+std::string fiber_record::get_name() const {
+  std::string out;
+  for (const auto& c : name) {
+    const char ch = c.load(std::memory_order_relaxed);
+    if (ch == '\0') break;
+    out.push_back(ch);
+  }
+  return out;
 }
 
 }  // namespace tessera::sched

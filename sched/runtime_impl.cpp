@@ -78,6 +78,8 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   ++f->w.generation;  // a new owner of a possibly recycled record
   f->listed_id.store(f->id, std::memory_order_relaxed);
   f->listed_runner.store(!counted, std::memory_order_relaxed);
+  f->created_at.store(0, std::memory_order_relaxed);
+  f->name[0].store('\0', std::memory_order_relaxed);
   f->listed_in.store(this, std::memory_order_release);
   if (counted) {
     add_live();
@@ -85,7 +87,8 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   }
 }
 
-fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joinable) {
+fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joinable,
+                                  std::uintptr_t site) {
   fiber_record* f = w.take_record();
   stack_mem stack;
   try {
@@ -95,6 +98,7 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
     throw;
   }
   init_fiber(f, stack, std::move(body), is_joinable, &w);
+  f->created_at.store(site, std::memory_order_relaxed);
   w.push_local(f);
   return f;
 }
@@ -205,9 +209,10 @@ void runtime_impl::stop() {
   join_workers();
 }
 
-fiber_record* runtime_impl::spawn_from_anywhere(unique_function body, bool joinable) {
+fiber_record* runtime_impl::spawn_from_anywhere(unique_function body, bool joinable,
+                                                std::uintptr_t site) {
   if (worker* w = current_worker(); w != nullptr && &w->rt == this && w->on_fiber()) {
-    return spawn(*w, std::move(body), joinable);
+    return spawn(*w, std::move(body), joinable, site);
   }
   if (!started.load(std::memory_order_acquire) && !running.load(std::memory_order_acquire)) {
     throw std::logic_error(
@@ -217,6 +222,7 @@ fiber_record* runtime_impl::spawn_from_anywhere(unique_function body, bool joina
   fiber_record* f = new_record();
   try {
     init_fiber(f, stacks.take(), std::move(body), joinable, nullptr);
+    f->created_at.store(site, std::memory_order_relaxed);
   } catch (...) {
     std::vector<fiber_record*> one{f};
     pool_records(one);

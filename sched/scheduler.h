@@ -89,8 +89,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <iosfwd>
-#include <string>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -160,6 +161,14 @@ struct fiber_record {
   std::atomic<runtime_impl*> listed_in{nullptr};
   std::atomic<std::uint64_t> listed_id{0};
   std::atomic<bool> listed_runner{false};
+  // For the dump as well, written by the fiber (or its creator, before it
+  // runs): where it was created (the return address of the spawn call: the
+  // call site in the user's code, since the spawn templates are always
+  // inlined), and its name (this_fiber::set_name; NUL-terminated, cut to fit).
+  std::atomic<std::uintptr_t> created_at{0};
+  std::array<std::atomic<char>, 48> name{};
+  void set_name(std::string_view n) noexcept;
+  std::string get_name() const;
 };
 
 /// Every fiber record ever made (records are never freed), for the dump.
@@ -167,6 +176,7 @@ std::vector<fiber_record*> all_records();
 
 /// One fiber as the dump and the deadlock watchdog see it (a snapshot).
 struct seen_fiber {
+  const fiber_record* rec;
   std::uint64_t id;
   bool runner;
   bool parked;
@@ -176,13 +186,25 @@ struct seen_fiber {
   std::int64_t since_ns;
   std::uint32_t parks;  // fiber_record::parks
   double seconds;       // how long it has waited
+  std::string name;
+  std::uintptr_t created_at;  // fiber_record::created_at
+  // Who holds what it waits for, where the primitive knows (a mutex's owner
+  // with TESSERA_CHECKS, the fiber a join waits for): a fiber's id, or 0.
+  std::uint64_t holder = 0;
+  bool held_by_thread = false;  // the holder is an OS thread, not a fiber
+  std::vector<std::uintptr_t> stack;  // its backtrace, when asked for
   bool same_wait(const seen_fiber& o) const noexcept {
     return id == o.id && parked == o.parked && kind == o.kind && object == o.object &&
            since_ns == o.since_ns && parks == o.parks;
   }
 };
-/// Writes one line per fiber, or per group of identical waits (dump.cpp).
+/// Writes one line per fiber, or per group of identical waits and stacks,
+/// each followed by its backtrace when the snapshot took them (dump.cpp).
 void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers);
+/// Writes each cycle of "waits for what X holds" among `fibers`, one line
+/// per step ("fiber 3 waits for mutex 0x… held by fiber 4"); returns how
+/// many cycles it found.
+std::size_t write_wait_cycles(std::ostream& os, const std::vector<seen_fiber>& fibers);
 /// runtime_options::dump_on_sigquit (sigquit.cpp): `rt`'s dump is written on
 /// SIGQUIT from registration until unregistration (which waits for a dump in
 /// progress). register_sigquit_dump throws std::system_error if the handler
@@ -362,8 +384,9 @@ class runtime_impl {
   /// Starts a fiber from any thread (a fiber of this runtime, a plain thread,
   /// a fiber of another runtime) on a running runtime; std::logic_error if it
   /// is not running.
-  fiber_record* spawn_from_anywhere(unique_function body, bool joinable);
-  fiber_record* spawn(worker& w, unique_function body, bool joinable);
+  /// `site`: where the fiber was created (fiber_record::created_at), or 0.
+  fiber_record* spawn_from_anywhere(unique_function body, bool joinable, std::uintptr_t site = 0);
+  fiber_record* spawn(worker& w, unique_function body, bool joinable, std::uintptr_t site = 0);
   void start_workers(const char* who);
   /// Waits until every fiber has finished, then stops and joins the workers.
   void join_workers() noexcept;
@@ -388,8 +411,9 @@ class runtime_impl {
   /// `os`, in the style of Go's goroutine dump (dump.cpp). A snapshot: any
   /// thread, any time.
   void dump(std::ostream& os) const;
-  /// This runtime's fibers, as the dump sees them.
-  std::vector<seen_fiber> snapshot() const;
+  /// This runtime's fibers, as the dump sees them; with `backtraces`, each
+  /// parked fiber's stack too (sched/backtrace.h says why that is safe).
+  std::vector<seen_fiber> snapshot(bool backtraces = false) const;
   /// The watchdog thread (watchdog.cpp): looks for a deadlock every so often
   /// while something waits for the runtime to finish; started with the
   /// workers, stopped before they are joined.

@@ -168,7 +168,9 @@ void runtime_impl::watchdog_main() {
       report << " (and " << runners << " job runner" << (runners == 1 ? "" : "s") << ")";
     }
     report << ", and nothing in the runtime can wake them\n";
-    write_fibers(report, now);
+    const std::vector<seen_fiber> detailed = snapshot(true);
+    write_wait_cycles(report, detailed);
+    write_fibers(report, detailed);
     const std::string text = report.str();
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);

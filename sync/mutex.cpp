@@ -67,7 +67,11 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
+#if TESSERA_CHECKS
+  const wait_scope scope("mutex", this, -1, &owner_);
+#else
   const wait_scope scope("mutex", this);
+#endif
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
   // retries, so the owner's unlocks meanwhile take the fast path instead of

@@ -80,10 +80,12 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   auto listener = net::tcp_listener::listen("127.0.0.1:0");
   const int listen_fd = listener.descriptor().native_handle();
   std::atomic<int> finished{0};
-  rt.spawn([&] {
-    gate.wait();
-    finished.fetch_add(1);
-  });
+  for (int i = 0; i < 2; ++i) {
+    rt.spawn([&] {
+      gate.wait();
+      finished.fetch_add(1);
+    });
+  }
   rt.spawn([&] {
     std::lock_guard lock(m);
     finished.fetch_add(1);
@@ -130,7 +132,9 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_TRUE(all_seen) << text;
   EXPECT_TRUE(has(text, "tessera: runtime dump: 2 workers")) << text;
   EXPECT_TRUE(has(text, "worker 0 [")) << text;
-  EXPECT_TRUE(has(text, "2 fibers [latch ")) << "the two fibers on one latch group:\n" << text;
+  EXPECT_TRUE(has(text, "2 fibers [latch ")) << "two fibers on one latch from one spawn group:\n"
+                                              << text;
+  EXPECT_TRUE(has(text, "] created at ")) << text;
 
   gate.count_down();
   m.unlock();
@@ -143,7 +147,7 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   listener.close();
   joiner.get();
   rt.stop();
-  EXPECT_EQ(finished.load(), 7);
+  EXPECT_EQ(finished.load(), 8);
   const std::string after = dump_of(rt);
   EXPECT_TRUE(has(after, "0 fibers")) << after;
 }
@@ -161,11 +165,52 @@ TEST(Dump, GroupsIdenticalWaits) {
     text = dump_of(rt);
     return has(text, std::to_string(kFibers) + " fibers [latch ");
   })) << text;
-  std::size_t lines = 0;
-  for (char c : text) lines += c == '\n' ? 1 : 0;
+  std::size_t lines = 0;  // not counting the group's backtrace (indented)
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines += line.rfind("  ", 0) == 0 ? 0 : 1;
   EXPECT_LE(lines, 2u + 2u + 1u) << "header, two workers, one group:\n" << text;
   gate.count_down();
   rt.stop();
+}
+
+// A parked fiber's backtrace, walked from the registers its switch saved
+// (sched/backtrace.h): it must pass through the function it parked in. If
+// Boost.Context's saved-register layout changes, this is the test that fails.
+[[gnu::noinline]] void parked_in_named_function(latch& gate) {
+  gate.wait();
+  asm volatile("" ::: "memory");  // not a tail call: this frame stays
+}
+
+TEST(Dump, ShowsEachParkedFibersNameAndBacktrace) {
+  watchdog dog("Dump.ShowsEachParkedFibersNameAndBacktrace", 60s);
+  runtime rt({.workers = 1});
+  rt.start();
+  latch gate(1);
+  rt.spawn([&] {
+    this_fiber::set_name("conn 127.0.0.1:5512");
+    EXPECT_EQ(this_fiber::get_name(), "conn 127.0.0.1:5512");
+    parked_in_named_function(gate);
+  });
+  std::string text;
+  EXPECT_TRUE(eventually([&] {
+    text = dump_of(rt);
+    return has(text, "\"conn 127.0.0.1:5512\" [latch 0x");
+  })) << text;
+  EXPECT_TRUE(has(text, "parked_in_named_function")) << text;
+  EXPECT_FALSE(has(text, "tessera::sched::worker::switch_to")) << "scheduler frames shown:\n" << text;
+  gate.count_down();
+  rt.stop();
+}
+
+TEST(Dump, NamesAreCutToFitAndPerFiber) {
+  runtime rt({.workers = 1});
+  const std::string longer(100, 'x');
+  rt.run([&] {
+    this_fiber::set_name(longer);
+    EXPECT_EQ(this_fiber::get_name(), std::string(47, 'x'));
+    fiber other([] { EXPECT_EQ(this_fiber::get_name(), ""); });
+    other.join();
+  });
 }
 
 // The deadlock report, in each fiber environment: 1, 2 and 4 workers.
@@ -206,11 +251,13 @@ TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
         mutex a, b;
         latch both_hold(2);
         fiber one([&] {
+          this_fiber::set_name("takes a then b");
           std::lock_guard la(a);
           both_hold.arrive_and_wait();
           std::lock_guard lb(b);
         });
         fiber two([&] {
+          this_fiber::set_name("takes b then a");
           std::lock_guard lb(b);
           both_hold.arrive_and_wait();
           std::lock_guard la(a);
@@ -225,6 +272,17 @@ TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
     ++mutex_waits;
   EXPECT_EQ(mutex_waits, 2u) << "each fiber waits for the other's mutex:\n" << report;
   EXPECT_FALSE(has(report, "latch")) << report;
+  EXPECT_TRUE(has(report, "\"takes a then b\" [mutex 0x")) << report;
+  EXPECT_TRUE(has(report, "created at ")) << report;
+  EXPECT_TRUE(has(report, "mutex_core::lock_slow")) << "no backtrace:\n" << report;
+#if TESSERA_CHECKS
+  // The owners are known: the report follows them round the cycle.
+  EXPECT_TRUE(has(report, "tessera: the waits form a cycle:\n")) << report;
+  EXPECT_TRUE(has(report, "\"takes a then b\" waits for mutex 0x")) << report;
+  EXPECT_TRUE(has(report, "\"takes b then a\" waits for mutex 0x")) << report;
+#else
+  EXPECT_FALSE(has(report, "cycle")) << "owners are tracked only with TESSERA_CHECKS:\n" << report;
+#endif
 }
 
 TEST_P(DeadlockIn, ALatchNobodyCountsDown) {
@@ -254,6 +312,26 @@ TEST_P(DeadlockIn, AJoinOfAFiberThatWaitsOnItsJoiner) {
         after_join.count_down();
       },
       {"all 2 fibers are parked", "join of fiber", "latch 0x"});
+}
+
+TEST_P(DeadlockIn, AJoinCycleIsFollowed) {
+  const std::string report = expect_deadlock(
+      [] {
+        // Two fibers join each other; the root waits on a latch nobody counts down.
+        fiber* first_handle = nullptr;
+        latch both_made(1);
+        fiber second([&] {
+          both_made.wait();
+          first_handle->join();
+        });
+        fiber first([&] { second.join(); });
+        first_handle = &first;
+        both_made.count_down();
+        latch never(1);
+        never.wait();
+      },
+      {"join of fiber"});
+  EXPECT_TRUE(has(report, "tessera: the waits form a cycle:\n")) << report;
 }
 
 TEST_P(DeadlockIn, AStoppedRuntimeReportsFromStop) {

@@ -71,6 +71,10 @@ struct wait_info {
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
   std::atomic<std::int64_t> detail{-1};
+  /// Where the primitive keeps who holds it, when it knows (a mutex's owner
+  /// with TESSERA_CHECKS), or null: the deadlock report follows it to print
+  /// the cycle of waits.
+  std::atomic<const std::atomic<waiter*>*> holder{nullptr};
 };
 
 /// An identity that can park: an OS thread or a fiber.
@@ -108,7 +112,8 @@ class alignas(64) waiter {
 /// it (it is a local).
 class wait_scope {
  public:
-  wait_scope(const char* kind, const void* object, std::int64_t detail = -1) noexcept;
+  wait_scope(const char* kind, const void* object, std::int64_t detail = -1,
+             const std::atomic<waiter*>* holder = nullptr) noexcept;
   ~wait_scope();
   wait_scope(const wait_scope&) = delete;
   wait_scope& operator=(const wait_scope&) = delete;

@@ -1,0 +1,169 @@
+// sched/backtrace.cpp — walking a switched-out fiber's stack (libunwind) and
+// naming code addresses (Boost.Stacktrace).
+//
+// Why these two libraries: Boost.Stacktrace and glibc's backtrace() unwind only
+// the calling thread from where it stands; a parked fiber is nobody's current
+// stack. libunwind can start from any register set: we hand it the registers
+// jump_fcontext saved, through an address space of our own whose memory reads
+// are confined to the fiber's stack and the loaded objects (a remote-style
+// unwind of our own process). That is what makes the walk safe on a fiber that
+// another worker may resume at any moment: it may read stale words, it cannot
+// fault. Naming is the other half, where Boost.Stacktrace's libbacktrace
+// backend gives file and line from DWARF and falls back to the symbol table.
+#include "backtrace.h"
+
+#include <link.h>
+
+#include <cstring>
+#include <ostream>
+
+#if defined(__x86_64__)
+#include <libunwind.h>
+#endif
+
+#include <boost/stacktrace/frame.hpp>
+
+namespace tessera::sched {
+namespace {
+
+#if defined(__x86_64__)
+
+struct segment {
+  std::uintptr_t lo, hi;
+};
+
+// What the unwind may read: the fiber's stack, and every loaded object's
+// PT_LOAD segments (its code and call-frame tables).
+struct unwind_arg {
+  unw_word_t regs[UNW_X86_64_RIP + 1] = {};
+  std::uintptr_t stack_lo = 0, stack_hi = 0;
+  std::vector<segment> segments;
+  bool readable(std::uintptr_t a) const noexcept {
+    if (a >= stack_lo && a + sizeof(unw_word_t) <= stack_hi) return true;
+    for (const segment& s : segments)
+      if (a >= s.lo && a + sizeof(unw_word_t) <= s.hi) return true;
+    return false;
+  }
+};
+
+// Reads another fiber's frames: not instrumented, since the sanitizers would
+// see poisoned locals of frames that are not ours.
+__attribute__((no_sanitize("address", "thread", "undefined"))) unw_word_t read_word(
+    std::uintptr_t a) noexcept {
+  return *reinterpret_cast<const volatile unw_word_t*>(a);
+}
+
+int access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
+  const auto* a = static_cast<const unwind_arg*>(arg);
+  if (write != 0 || !a->readable(addr)) return -UNW_EINVAL;
+  *val = read_word(addr);
+  return 0;
+}
+
+int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
+  const auto* a = static_cast<const unwind_arg*>(arg);
+  if (write != 0 || reg < 0 || reg > UNW_X86_64_RIP) return -UNW_EBADREG;
+  *val = a->regs[reg];
+  return 0;
+}
+
+int no_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
+
+unw_addr_space_t fiber_address_space() {
+  // One for the process: the accessors are stateless (the cursor's arg
+  // carries the fiber), and the space caches the call-frame tables it finds.
+  static const unw_addr_space_t space = [] {
+    unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+    acc.access_mem = access_mem;
+    acc.access_reg = access_reg;
+    acc.access_fpreg = no_fpreg;
+    acc.resume = nullptr;
+    unw_addr_space_t s = unw_create_addr_space(&acc, 0);
+    unw_set_caching_policy(s, UNW_CACHE_GLOBAL);
+    return s;
+  }();
+  return space;
+}
+
+#endif
+
+}  // namespace
+
+std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
+                                         const void* stack_hi, std::size_t max_frames) {
+  std::vector<std::uintptr_t> out;
+#if defined(__x86_64__)
+  if (ctx == nullptr) return out;
+  unwind_arg a;
+  a.stack_lo = reinterpret_cast<std::uintptr_t>(stack_lo);
+  a.stack_hi = reinterpret_cast<std::uintptr_t>(stack_hi);
+  const auto sp = reinterpret_cast<std::uintptr_t>(ctx);
+  if (sp < a.stack_lo || sp + context_layout::frame_size > a.stack_hi) return out;
+  a.regs[UNW_X86_64_R12] = read_word(sp + context_layout::r12);
+  a.regs[UNW_X86_64_R13] = read_word(sp + context_layout::r13);
+  a.regs[UNW_X86_64_R14] = read_word(sp + context_layout::r14);
+  a.regs[UNW_X86_64_R15] = read_word(sp + context_layout::r15);
+  a.regs[UNW_X86_64_RBX] = read_word(sp + context_layout::rbx);
+  a.regs[UNW_X86_64_RBP] = read_word(sp + context_layout::rbp);
+  a.regs[UNW_X86_64_RIP] = read_word(sp + context_layout::rip);
+  a.regs[UNW_X86_64_RSP] = sp + context_layout::frame_size;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* segs = static_cast<std::vector<segment>*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& p = info->dlpi_phdr[i];
+          if (p.p_type != PT_LOAD) continue;
+          const std::uintptr_t lo = info->dlpi_addr + p.p_vaddr;
+          segs->push_back({lo, lo + p.p_memsz});
+        }
+        return 0;
+      },
+      &a.segments);
+  unw_cursor_t cursor;
+  if (unw_init_remote(&cursor, fiber_address_space(), &a) != 0) return out;
+  do {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    out.push_back(ip);
+  } while (out.size() < max_frames && unw_step(&cursor) > 0);
+#else
+  (void)ctx, (void)stack_lo, (void)stack_hi, (void)max_frames;
+#endif
+  return out;
+}
+
+std::string describe_code(std::uintptr_t pc, bool return_address) {
+  const boost::stacktrace::frame f(
+      reinterpret_cast<boost::stacktrace::frame::native_frame_ptr_t>(pc - (return_address ? 1 : 0)));
+  std::string name = f.name();
+  const std::string file = f.source_file();
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(pc));
+  if (name.empty()) name = addr;
+  if (!file.empty()) {
+    const std::size_t slash = file.rfind('/');
+    return name + " at " + file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
+           std::to_string(f.source_line());
+  }
+  return name;
+}
+
+void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
+                     std::string_view indent) {
+  bool top = true;  // still among the scheduler's frames on top
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const std::string line = describe_code(trace[i], i != 0);
+    if (line.rfind("tessera::sched::worker::fiber_entry", 0) == 0 ||
+        line.rfind("make_fcontext", 0) == 0) {
+      break;
+    }
+    if (top && (line.rfind("tessera::sched::", 0) == 0 || line.rfind("tessera::park", 0) == 0 ||
+                line.rfind("jump_fcontext", 0) == 0)) {
+      continue;
+    }
+    top = false;
+    os << indent << line << '\n';
+  }
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,48 @@
+// sched/backtrace.h — backtraces of switched-out fibers, and names for code
+// addresses (internal; not installed).
+//
+// A parked fiber's registers sit at the top of its stack, where Boost.Context's
+// jump_fcontext saved them (x86-64 System V, Boost 1.74+): at the saved stack
+// pointer `ctx`, +0x08 r12, +0x10 r13, +0x18 r14, +0x20 r15, +0x28 rbx,
+// +0x30 rbp, +0x38 the address it resumes at, and its stack pointer is then
+// ctx + 0x40. tools/gdb/tessera.py reads the same layout; context_layout below
+// names it once for both, and tests/backtrace_test.cpp fails if it changes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::sched {
+
+/// Offsets, in bytes from a saved context's stack pointer, of what
+/// jump_fcontext saved there (see the header comment).
+struct context_layout {
+  static constexpr std::size_t r12 = 0x08, r13 = 0x10, r14 = 0x18, r15 = 0x20, rbx = 0x28,
+                               rbp = 0x30, rip = 0x38, frame_size = 0x40;
+};
+
+/// The code addresses of a switched-out context's frames, innermost first
+/// (the first is where it resumes), at most `max_frames` of them. The walk
+/// (libunwind, with the binaries' DWARF call-frame information) reads memory
+/// only inside [stack_lo, stack_hi) and the loaded objects' segments, so a
+/// fiber that resumes and overwrites its frames meanwhile yields a wrong
+/// trace, never a crash. Empty where it cannot unwind (not x86-64).
+std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
+                                         const void* stack_hi, std::size_t max_frames = 48);
+
+/// "function at file:line" for a code address (a return address is looked up
+/// one byte back, inside its call), or "function+0x1c" without debug
+/// information, or the bare address. Boost.Stacktrace with libbacktrace.
+std::string describe_code(std::uintptr_t pc, bool return_address = true);
+
+/// Writes the frames of `trace` worth a reader's eye, one per line after
+/// `indent`: the scheduler's own frames on top (the switch, park) and the
+/// fiber's entry trampoline at the bottom are left out.
+void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
+                     std::string_view indent = "    ");
+
+}  // namespace tessera::sched
