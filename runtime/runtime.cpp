@@ -146,7 +146,7 @@ std::string runtime::describe() const {
          "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";
 }
 
-runtime::statistics runtime::stats() const noexcept {
+runtime::statistics runtime::stats() const {
   statistics s;
   s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
   s.steals = impl_->steals.load(std::memory_order_relaxed);
@@ -157,6 +157,13 @@ runtime::statistics runtime::stats() const noexcept {
   s.deep_sleeping_workers =
       static_cast<unsigned>(impl_->deep_sleepers.load(std::memory_order_relaxed));
   s.timer_entries = impl_->timer_entries.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < impl_->opts.workers; ++i) {
+    const detail::worker_counters& c = impl_->counters[i];
+    constexpr auto r = std::memory_order_relaxed;
+    s.per_worker.push_back({c.fibers_run.load(r), c.parks.load(r), c.steals.load(r),
+                            c.sleeps.load(r), std::chrono::nanoseconds(c.idle_ns.load(r)),
+                            c.io_events.load(r), c.jobs_run.load(r)});
+  }
   return s;
 }
 

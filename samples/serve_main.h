@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "stats_table.h"
+
 namespace tessera::samples {
 
 /// Set once SIGINT or SIGTERM arrived: handlers stop keeping connections alive.
@@ -42,6 +44,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   unsigned short port = default_port;
   unsigned workers = 0;
   unsigned idle_s = default_idle_s;
+  bool stats = false;
   app.add_option("--host", host, "Address to listen on")->capture_default_str();
   app.add_option("-p,--port", port, "Port (0: any free one)")->capture_default_str();
   app.add_option("-w,--workers", workers, "Worker threads (0: one per core)")
@@ -50,6 +53,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
                  "Seconds a connection may stay quiet (and a request take to "
                  "arrive); 0: no deadline")
       ->capture_default_str();
+  app.add_flag("--stats", stats, "Print each worker's counters (runtime::stats) on exit");
   if (more_options) more_options(app);
   CLI11_PARSE(app, argc, argv);
 
@@ -84,6 +88,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   });
   signals.join();
   std::printf("stopped\n");
+  if (stats) print_stats(rt.stats());
   return 0;
 }
 

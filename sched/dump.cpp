@@ -216,9 +216,29 @@ void runtime_impl::dump(std::ostream& os) const {
      << (fibers.size() - runners == 1 ? " fiber" : " fibers");
   if (runners != 0) os << " and " << runners << " job runner" << (runners == 1 ? "" : "s");
   os << "\n";
+  constexpr auto r = std::memory_order_relaxed;
   for (const auto& w : workers) {
-    os << "worker " << w->index << " [" << (w->asleep() ? "sleeping" : "busy") << "]\n";
+    os << "worker " << w->index << " [";
+    if (w->asleep()) {
+      os << (w->polling_.load(r) ? "sleeping in the poller" : "sleeping");
+    } else if (const fiber_record* f = w->running(); f != nullptr) {
+      os << "running " << (f->listed_runner.load(r) ? "job runner " : "fiber ")
+         << f->listed_id.load(r);
+    } else {
+      os << "looking for work";
+    }
+    std::size_t jobs = 0;
+    for (const auto& q : w->jobs_) jobs += q.size_hint();
+    const worker_counters& c = w->counters;
+    os << "] queued: " << w->deque_.size_hint() << " fibers"
+       << (w->runnext_.load(r) != nullptr ? " + runnext" : "") << ", " << jobs
+       << " jobs; since start: " << c.fibers_run.load(r) << " runs, " << c.parks.load(r)
+       << " parks, " << c.steals.load(r) << " steals, " << c.sleeps.load(r) << " sleeps, "
+       << c.io_events.load(r) << " I/O events\n";
   }
+  std::size_t global_jobs_queued = 0;
+  for (const auto& q : global_jobs) global_jobs_queued += q.size_hint();
+  os << "global queue: " << global.size_hint() << " fibers, " << global_jobs_queued << " jobs\n";
   write_fibers(os, fibers);
 }
 

@@ -99,6 +99,7 @@ void worker::switch_to(fiber_record* next, post_action act) {
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
   count_turn(to_sched ? nullptr : next);
+  if (!to_sched) worker_counters::add(counters.fibers_run);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   before_switch(from->san, next->san, act == post_action::finish);
@@ -194,6 +195,7 @@ void worker::finish_current() {
 }
 
 void worker::block_current(post_action act) {
+  worker_counters::add(counters.parks);
   fiber_record* next = pick_local();
   switch_to(next != nullptr ? next : &sched_rec_, act);
 }

@@ -11,6 +11,7 @@ fiber_record* worker::idle() {
   // the owner writes that line at every pick, so each look costs it a miss)
   // and at every wake-up from sleep.
   rt.busy.fetch_sub(1, std::memory_order_seq_cst);
+  const auto idle_since = steady::now();
   fiber_record* f = nullptr;
   bool spin = true;
   while (f == nullptr && !rt.stopping.load(std::memory_order_acquire)) {
@@ -26,7 +27,7 @@ fiber_record* worker::idle() {
       for (unsigned i = 1;; ++i) {
         if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
             !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-          rt.io.poll(0);
+          worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(0)));
           rt.io.polling.store(false, std::memory_order_release);
         }
         f = find_work((i & 31) == 0);
@@ -70,6 +71,7 @@ fiber_record* worker::idle() {
         deep_.store(false, std::memory_order_relaxed);
       }
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
+      worker_counters::add(counters.sleeps);
       const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
       steady::time_point deadline{steady::duration(next)};
       bool timed = next != runtime_impl::kNoDeadline;
@@ -91,7 +93,9 @@ fiber_record* worker::idle() {
         // poll sleeper could otherwise deliver (and so swallow) the wake-up
         // meant for us after our check, and we would sleep through it.
         while (rt.io.polling.exchange(true, std::memory_order_acquire)) cpu_relax();
-        if (sleep_word_.load(std::memory_order_seq_cst) == 1) rt.io.poll(ms);
+        if (sleep_word_.load(std::memory_order_seq_cst) == 1) {
+          worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(ms)));
+        }
         rt.io.polling.store(false, std::memory_order_release);
       } else {
         futex_wait(&sleep_word_, std::uint32_t{1},
@@ -113,6 +117,10 @@ fiber_record* worker::idle() {
     }
     spin = woken;
   }
+  worker_counters::add(counters.idle_ns,
+                       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                      steady::now() - idle_since)
+                                                      .count()));
   if (f == nullptr) return nullptr;
   rt.busy.fetch_add(1, std::memory_order_seq_cst);
   // A deep sleeper is needed only to watch our runnext slot, so the wake-up

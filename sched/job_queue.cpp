@@ -71,6 +71,7 @@ job_node* worker::take_job() noexcept {
       if (d.looks_empty()) continue;
       if (job_node* t = d.steal()) {
         rt.steals.fetch_add(1, std::memory_order_relaxed);
+        worker_counters::add(counters.steals);
         return t;
       }
     }
@@ -131,6 +132,7 @@ void worker::execute(job_node* t) noexcept {
   const bool counted = t->counted;
   runtime_impl& r = rt;
   count_turn(current_);  // a new job is progress, not a stall
+  worker_counters::add(counters.jobs_run);
   t->run(t);  // may park: `this` may be another worker's afterwards
   if (counted) r.fiber_finished();
 }

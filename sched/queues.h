@@ -80,6 +80,12 @@ class chase_lev_deque {
   bool looks_empty() const noexcept {
     return top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed);
   }
+  /// How many items it holds, as a racy hint (the dump).
+  std::size_t size_hint() const noexcept {
+    const std::int64_t n =
+        bottom_.load(std::memory_order_relaxed) - top_.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
   /// As looks_empty(), with seq_cst loads: for a re-check that must see a push
   /// made before the pusher's seq_cst look at the sleepers (Dekker).
   bool looks_empty_seq_cst() const noexcept {
@@ -155,6 +161,7 @@ class global_fifo {
     return item;
   }
   bool looks_empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
+  std::size_t size_hint() const noexcept { return size_.load(std::memory_order_relaxed); }
 
  private:
   spin_mutex mu_;

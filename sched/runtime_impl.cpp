@@ -38,6 +38,7 @@ runtime_impl::runtime_impl(const runtime_options& o)
   }
   if (opts.workers == 0) opts.workers = topo.cores();
   topo.plan(opts.workers);
+  counters = std::make_unique<worker_counters[]>(opts.workers);
   if (opts.guard_pages) install_overflow_handler();
   if (opts.dump_on_sigquit) register_sigquit_dump(this);
 }

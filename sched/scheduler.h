@@ -218,6 +218,22 @@ struct timer_entry {
   std::uint32_t seq;
 };
 
+/// One worker's counters since its runtime was made (runtime::stats). They
+/// outlive the worker threads of one run; written by that worker alone with
+/// a relaxed load and store (no locked instruction), read by anyone.
+struct alignas(64) worker_counters {
+  std::atomic<std::uint64_t> fibers_run{0};  // switches into a fiber
+  std::atomic<std::uint64_t> parks{0};       // fibers that parked and switched out
+  std::atomic<std::uint64_t> steals{0};      // fibers and jobs taken from other workers
+  std::atomic<std::uint64_t> sleeps{0};      // times it went to sleep
+  std::atomic<std::uint64_t> idle_ns{0};     // time in the idle phases (spin and sleep)
+  std::atomic<std::uint64_t> io_events{0};   // descriptor readiness events it delivered
+  std::atomic<std::uint64_t> jobs_run{0};
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+};
+
 class runtime_impl;
 
 /// A worker: one OS thread running fibers. All members without `std::atomic` are
@@ -295,6 +311,7 @@ class worker {
 
   runtime_impl& rt;
   const unsigned index;
+  worker_counters& counters;
 
  private:
   friend class runtime_impl;
@@ -461,6 +478,8 @@ class runtime_impl {
   poller io;  // its kernel instance is created at the first registration (poller.h)
   stack_pool stacks;
   std::vector<std::unique_ptr<worker>> workers;
+  /// Each worker's counters, one per worker index, for the runtime's life.
+  std::unique_ptr<worker_counters[]> counters;
   /// Guards `workers` being built and cleared against dump() from another
   /// thread (the workers' own code and the watchdog run while it stands).
   mutable std::mutex workers_mu;

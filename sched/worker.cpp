@@ -21,7 +21,7 @@ void set_current_worker(worker* w) noexcept {
 
 // ---- worker --------------------------------------------------------------------
 worker::worker(runtime_impl& r, unsigned i)
-    : rt(r), index(i), sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
+    : rt(r), index(i), counters(r.counters[i]), sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
   fired_.reserve(16);
 }
 
@@ -95,7 +95,7 @@ void worker::tend_timers_and_io() {
       io_polled_at_ = t;
       if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
           !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-        rt.io.poll(0);
+        worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(0)));
         rt.io.polling.store(false, std::memory_order_release);
       }
     }
@@ -132,6 +132,7 @@ fiber_record* worker::steal() {
   for (unsigned v : steal_order_) {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
+      worker_counters::add(counters.steals);
       return f;
     }
   }
@@ -171,6 +172,7 @@ fiber_record* worker::steal_stale_runnext() {
     if (victim.runnext_.compare_exchange_strong(f, nullptr, std::memory_order_acq_rel,
                                                 std::memory_order_relaxed)) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
+      worker_counters::add(counters.steals);
       rt.runnext_steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }

@@ -5,6 +5,7 @@
 #include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/io.h>
+#include <tessera/jobs.h>
 #include <tessera/latch.h>
 #include <tessera/mutex.h>
 #include <tessera/net.h>
@@ -211,6 +212,46 @@ TEST(Dump, NamesAreCutToFitAndPerFiber) {
     fiber other([] { EXPECT_EQ(this_fiber::get_name(), ""); });
     other.join();
   });
+}
+
+// runtime::stats() per worker: what the fibers and jobs did adds up.
+TEST(Stats, CountEachWorkersRunsParksJobsAndIdleTime) {
+  watchdog dog("Stats.CountEachWorkersRunsParksJobsAndIdleTime", 60s);
+  runtime rt({.workers = 2});
+  constexpr int kFibers = 50, kParksEach = 20, kJobs = 200;
+  rt.run([] {
+    std::vector<fiber> fs;
+    for (int i = 0; i < kFibers; ++i) {
+      fs.emplace_back([] {
+        for (int k = 0; k < kParksEach; ++k) this_fiber::sleep_for(10us);
+      });
+    }
+    for (auto& f : fs) f.join();
+    task_group g;
+    for (int i = 0; i < kJobs; ++i) g.run([] {});
+    g.wait();
+  });
+  const auto s = rt.stats();
+  ASSERT_EQ(s.per_worker.size(), 2u);
+  runtime::worker_statistics total;
+  for (const auto& w : s.per_worker) {
+    total.fibers_run += w.fibers_run;
+    total.parks += w.parks;
+    total.jobs_run += w.jobs_run;
+    total.idle += w.idle;
+    total.sleeps += w.sleeps;
+  }
+  EXPECT_GE(total.sleeps, 1u) << "the fibers all slept at once, more than once";
+  EXPECT_GE(total.parks, std::uint64_t{kFibers} * kParksEach);
+  EXPECT_GE(total.fibers_run, total.parks) << "each park is followed by a run";
+  EXPECT_EQ(total.jobs_run, std::uint64_t{kJobs});
+  EXPECT_GT(total.idle.count(), 0);
+  // Counters accumulate over runs, and stop counting once stopped.
+  rt.run([] {});
+  const auto again = rt.stats();
+  std::uint64_t runs = 0;
+  for (const auto& w : again.per_worker) runs += w.fibers_run;
+  EXPECT_GT(runs, total.fibers_run);
 }
 
 // The deadlock report, in each fiber environment: 1, 2 and 4 workers.

@@ -38,6 +38,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/unique_function.h"
@@ -189,7 +190,20 @@ class runtime {
   ///   1000 fibers [latch 0x7ffd5c1e0a40, 1.2 s to 1.3 s]: 18 19 20 ...
   void dump(std::ostream& os) const;
 
-  /// Counters since construction (for tests and benchmarks).
+  /// One worker's counters since construction (statistics::per_worker).
+  struct worker_statistics {
+    std::uint64_t fibers_run = 0;  // switches into a fiber (one fiber may run many times)
+    std::uint64_t parks = 0;       // times a fiber parked and switched out
+    std::uint64_t steals = 0;      // fibers and jobs it took from other workers
+    std::uint64_t sleeps = 0;      // times it went to sleep (futex or poller)
+    std::chrono::nanoseconds idle{0};  // time spent idle: spinning for work and asleep
+    std::uint64_t io_events = 0;   // descriptor readiness events it delivered
+    std::uint64_t jobs_run = 0;    // jobs (tessera/jobs.h) it ran
+  };
+
+  /// Counters since construction (for tests, benchmarks and the samples'
+  /// --stats). A snapshot: any thread, any time; each counter is exact once
+  /// the runtime has stopped, and may lag by a few events while it runs.
   struct statistics {
     std::uint64_t fibers_started = 0;
     std::uint64_t steals = 0;          // fibers taken from another worker (deque or runnext)
@@ -199,8 +213,9 @@ class runtime {
     unsigned sleeping_workers = 0;     // workers asleep right now
     unsigned deep_sleeping_workers = 0;  // of those, asleep without watching runnext slots
     std::size_t timer_entries = 0;  // timer heap entries, with those of waits that ended early
+    std::vector<worker_statistics> per_worker;  // indexed by worker
   };
-  statistics stats() const noexcept;
+  statistics stats() const;
 
  private:
   friend detail::runtime_impl* detail::impl_of(runtime& rt) noexcept;

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../stats_table.h"
+
 namespace {
 
 class box_office {
@@ -70,6 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("-m,--meals", meals, "meals each")->check(CLI::Range(1, 100000000));
   app.add_option("-w,--workers", workers, "runtime workers (fiber mode)")->check(CLI::Range(1u, 1024u));
   app.add_flag("--threads", threads, "philosophers are OS threads instead of fibers");
+  bool stats = false;
+  app.add_flag("--stats", stats, "print each worker's counters (runtime::stats) at the end");
   CLI11_PARSE(app, argc, argv);
 
   box_office office(philosophers);
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < philosophers; ++i) fs.emplace_back(philosopher, i);
       for (auto& f : fs) f.join();
     });
+    if (stats) tessera::samples::print_stats(rt.stats());
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   long total = 0;

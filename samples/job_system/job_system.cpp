@@ -23,6 +23,7 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include "../stats_table.h"
 #include "frame.h"
 
 namespace {
@@ -254,12 +255,16 @@ int main(int argc, char** argv) {
   app.add_option("--entities", entities, "entities in the world")->check(CLI::Range(1, 10'000'000));
   app.add_option("--backend", backend, "tessera or tbb")->check(CLI::IsMember({"tessera", "tbb"}));
   app.add_option("--warmup", warmup, "frames left out of the percentiles")->check(CLI::NonNegativeNumber);
+  bool stats = false;
+  app.add_flag("--stats", stats, "print each worker's counters (runtime::stats; tessera backend)");
   CLI11_PARSE(app, argc, argv);
 
   result r;
+  tessera::runtime::statistics counters;
   if (backend == "tessera") {
     tessera_backend be(workers);
     r = simulate(be, entities, frames);
+    counters = be.rt.stats();
   } else {
     tbb_backend be(workers);
     r = simulate(be, entities, frames);
@@ -271,5 +276,6 @@ int main(int argc, char** argv) {
   std::printf("frame time ms: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(steady, 50),
               percentile(steady, 90), percentile(steady, 99), percentile(steady, 100));
   std::printf("checksum: %016llx\n", static_cast<unsigned long long>(r.checksum));
+  if (stats && backend == "tessera") tessera::samples::print_stats(counters);
   return 0;
 }
