@@ -141,6 +141,19 @@ void runtime::dump(std::ostream& os) const {
   impl_->dump(os);
 }
 
+void runtime::write_trace(std::ostream& os) const {
+  if (impl_->opts.trace_events == 0) {
+    throw std::logic_error(
+        "tessera::runtime::write_trace: tracing is off (set runtime_options::trace_events)");
+  }
+  if (running()) {
+    throw std::logic_error(
+        "tessera::runtime::write_trace: the runtime is running (call it after run() returns or "
+        "after stop())");
+  }
+  impl_->write_trace(os);
+}
+
 std::string runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
          "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";

@@ -100,6 +100,7 @@ void worker::switch_to(fiber_record* next, post_action act) {
   const bool to_sched = next == &sched_rec_;
   count_turn(to_sched ? nullptr : next);
   if (!to_sched) worker_counters::add(counters.fibers_run);
+  if (trace != nullptr) [[unlikely]] trace_switch(from, next, act);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   before_switch(from->san, next->san, act == post_action::finish);
@@ -192,6 +193,19 @@ void worker::finish_current() {
   fiber_record* next = pick_local();
   switch_to(next != nullptr ? next : &sched_rec_, post_action::finish);
   std::abort();  // unreachable: a finished fiber is never resumed
+}
+
+void worker::trace_switch(const fiber_record* from, const fiber_record* to,
+                          post_action act) noexcept {
+  if (from != &sched_rec_) {
+    trace_end why = trace_end::parked;
+    if (act == post_action::yield) why = trace_end::yielded;
+    if (act == post_action::finish) why = trace_end::finished;
+    const char* on = why == trace_end::parked ? from->w.wait.kind.load(std::memory_order_relaxed)
+                                               : nullptr;
+    trace->add(trace_kind::run_end, from->id, static_cast<std::uint64_t>(why), on);
+  }
+  if (to != &sched_rec_) trace->add(trace_kind::run_begin, to->id);
 }
 
 void worker::block_current(post_action act) {

@@ -27,7 +27,7 @@ fiber_record* worker::idle() {
       for (unsigned i = 1;; ++i) {
         if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
             !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-          worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(0)));
+          note_io(rt.io.poll(0));
           rt.io.polling.store(false, std::memory_order_release);
         }
         f = find_work((i & 31) == 0);
@@ -72,6 +72,7 @@ fiber_record* worker::idle() {
       }
       rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
       worker_counters::add(counters.sleeps);
+      if (trace != nullptr) trace->add(trace_kind::sleep_begin);
       const auto next = rt.next_deadline.load(std::memory_order_seq_cst);
       steady::time_point deadline{steady::duration(next)};
       bool timed = next != runtime_impl::kNoDeadline;
@@ -93,14 +94,13 @@ fiber_record* worker::idle() {
         // poll sleeper could otherwise deliver (and so swallow) the wake-up
         // meant for us after our check, and we would sleep through it.
         while (rt.io.polling.exchange(true, std::memory_order_acquire)) cpu_relax();
-        if (sleep_word_.load(std::memory_order_seq_cst) == 1) {
-          worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(ms)));
-        }
+        if (sleep_word_.load(std::memory_order_seq_cst) == 1) note_io(rt.io.poll(ms));
         rt.io.polling.store(false, std::memory_order_release);
       } else {
         futex_wait(&sleep_word_, std::uint32_t{1},
                    timed ? detail::deadline(deadline) : detail::deadline());
       }
+      if (trace != nullptr) trace->add(trace_kind::sleep_end);
       if (!poll) {
         rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
         deep_.store(false, std::memory_order_relaxed);

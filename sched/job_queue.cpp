@@ -133,7 +133,9 @@ void worker::execute(job_node* t) noexcept {
   runtime_impl& r = rt;
   count_turn(current_);  // a new job is progress, not a stall
   worker_counters::add(counters.jobs_run);
+  if (trace != nullptr) trace->add(trace_kind::job_begin);
   t->run(t);  // may park: `this` may be another worker's afterwards
+  if (worker* now = current_worker(); now->trace != nullptr) now->trace->add(trace_kind::job_end);
   if (counted) r.fiber_finished();
 }
 

@@ -53,6 +53,9 @@ inline void worker::make_runnext(fiber_record* f) {
 inline void runtime_impl::schedule_woken(fiber_record* f) noexcept {
   worker* cur = tls_worker;  // no switch in here: a direct read is fresh
   if (cur != nullptr && &cur->rt == this && cur->on_fiber()) {
+    if (cur->trace != nullptr) [[unlikely]] {
+      cur->trace->add(trace_kind::unpark, f->id, cur->current()->id);
+    }
     cur->make_runnext(f);  // LIFO slot: runs when the waker parks
     return;
   }

@@ -39,8 +39,23 @@ runtime_impl::runtime_impl(const runtime_options& o)
   if (opts.workers == 0) opts.workers = topo.cores();
   topo.plan(opts.workers);
   counters = std::make_unique<worker_counters[]>(opts.workers);
+  if (opts.trace_events > 0) {
+    for (unsigned i = 0; i < opts.workers; ++i)
+      traces.push_back(std::make_unique<trace_ring>(opts.trace_events));
+  }
   if (opts.guard_pages) install_overflow_handler();
   if (opts.dump_on_sigquit) register_sigquit_dump(this);
+}
+
+void runtime_impl::write_trace(std::ostream& os) const {
+  std::vector<const trace_ring*> rings;
+  for (const auto& r : traces) rings.push_back(r.get());
+  std::vector<std::pair<std::uint64_t, std::string>> names;
+  for (fiber_record* f : all_records()) {
+    std::string n = f->get_name();
+    if (!n.empty()) names.emplace_back(f->listed_id.load(std::memory_order_relaxed), std::move(n));
+  }
+  write_trace_json(os, rings, names);
 }
 
 runtime_impl::~runtime_impl() {
@@ -100,6 +115,7 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
   }
   init_fiber(f, stack, std::move(body), is_joinable, &w);
   f->created_at.store(site, std::memory_order_relaxed);
+  if (w.trace != nullptr) w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
   w.push_local(f);
   return f;
 }

@@ -109,6 +109,7 @@
 #include "tessera/park.h"
 #include "tessera/runtime_options.h"
 #include "topology.h"
+#include "trace.h"
 
 namespace tessera::sched {
 
@@ -312,6 +313,17 @@ class worker {
   runtime_impl& rt;
   const unsigned index;
   worker_counters& counters;
+  /// This worker's trace ring (runtime_options::trace_events), or null: off.
+  trace_ring* const trace;
+  /// Records a switch from `from` to `to` (trace on).
+  [[gnu::noinline]] void trace_switch(const fiber_record* from, const fiber_record* to,
+                                      post_action act) noexcept;
+  /// After a poll of the I/O poller that delivered `ready` events.
+  void note_io(int ready) noexcept {
+    if (ready <= 0) return;
+    worker_counters::add(counters.io_events, static_cast<std::uint64_t>(ready));
+    if (trace != nullptr) trace->add(trace_kind::io_ready, 0, static_cast<std::uint64_t>(ready));
+  }
 
  private:
   friend class runtime_impl;
@@ -480,6 +492,10 @@ class runtime_impl {
   std::vector<std::unique_ptr<worker>> workers;
   /// Each worker's counters, one per worker index, for the runtime's life.
   std::unique_ptr<worker_counters[]> counters;
+  /// Each worker's trace ring, when runtime_options::trace_events asks for them.
+  std::vector<std::unique_ptr<trace_ring>> traces;
+  /// The trace as Chrome trace-event JSON (trace.h); the workers must be stopped.
+  void write_trace(std::ostream& os) const;
   /// Guards `workers` being built and cleared against dump() from another
   /// thread (the workers' own code and the watchdog run while it stands).
   mutable std::mutex workers_mu;

@@ -21,7 +21,11 @@ void set_current_worker(worker* w) noexcept {
 
 // ---- worker --------------------------------------------------------------------
 worker::worker(runtime_impl& r, unsigned i)
-    : rt(r), index(i), counters(r.counters[i]), sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
+    : rt(r),
+      index(i),
+      counters(r.counters[i]),
+      trace(r.traces.empty() ? nullptr : r.traces[i].get()),
+      sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
   fired_.reserve(16);
 }
 
@@ -95,7 +99,7 @@ void worker::tend_timers_and_io() {
       io_polled_at_ = t;
       if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
           !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-        worker_counters::add(counters.io_events, static_cast<std::uint64_t>(rt.io.poll(0)));
+        note_io(rt.io.poll(0));
         rt.io.polling.store(false, std::memory_order_release);
       }
     }
@@ -133,6 +137,7 @@ fiber_record* worker::steal() {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
       worker_counters::add(counters.steals);
+      if (trace != nullptr) trace->add(trace_kind::steal, f->id, v);
       return f;
     }
   }
@@ -173,6 +178,7 @@ fiber_record* worker::steal_stale_runnext() {
                                                 std::memory_order_relaxed)) {
       rt.steals.fetch_add(1, std::memory_order_relaxed);
       worker_counters::add(counters.steals);
+      if (trace != nullptr) trace->add(trace_kind::steal, f->id, v);
       rt.runnext_steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }
@@ -206,6 +212,7 @@ void worker::push_inbox(fiber_record* f) {
 
 void runtime_impl::schedule_woken_elsewhere(fiber_record* f, worker* cur) noexcept {
   if (cur != nullptr && &cur->rt == this) {  // our scheduler context, not a fiber
+    if (cur->trace != nullptr) cur->trace->add(trace_kind::unpark, f->id, 0);
     cur->push_local(f);
     return;
   }

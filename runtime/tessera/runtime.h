@@ -190,6 +190,18 @@ class runtime {
   ///   1000 fibers [latch 0x7ffd5c1e0a40, 1.2 s to 1.3 s]: 18 19 20 ...
   void dump(std::ostream& os) const;
 
+  /// Writes the trace the workers recorded (runtime_options::trace_events:
+  /// each worker's last events) to `os` as Chrome trace-event JSON, which
+  /// Perfetto (ui.perfetto.dev) and chrome://tracing open: a track per
+  /// worker, a slice per fiber run ending with why (parked on what, yielded,
+  /// finished), the jobs inside it, the worker's sleeps, instants for
+  /// creations, steals and I/O readiness, and an arrow from each unpark to
+  /// the woken fiber's next run (unparks by threads outside the runtime are
+  /// not recorded). Call it while the runtime does not run (after run()
+  /// returns, or after stop()); std::logic_error otherwise, or if tracing is
+  /// off.
+  void write_trace(std::ostream& os) const;
+
   /// One worker's counters since construction (statistics::per_worker).
   struct worker_statistics {
     std::uint64_t fibers_run = 0;  // switches into a fiber (one fiber may run many times)

@@ -22,4 +22,16 @@ for backend in tessera tbb; do
     fi
   done
 done
-echo "PASS: one checksum, $want"
+# Traced (one frame unless --frames says otherwise) and with --stats: the same
+# frames, a trace file, and a counters table.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$("$bin" "${args[@]}" --workers 2 --trace "$dir/frame.json" --stats)
+got=$(sed -n 's/^checksum: //p' <<<"$out")
+[[ $got == "$want" ]] || { echo "FAIL: traced run gave $got, expected $want" >&2; exit 1; }
+grep -q '"traceEvents"' "$dir/frame.json" || { echo "FAIL: no trace written" >&2; exit 1; }
+grep -q '"name":"job"' "$dir/frame.json" || { echo "FAIL: the trace has no job slice" >&2; exit 1; }
+grep -Eq '^total +[0-9]+' <<<"$out" || { echo "FAIL: no --stats table" >&2; exit 1; }
+one=$("$bin" --entities 20000 --workers 2 --trace "$dir/one.json")
+grep -q ', 1 frames' <<<"$one" || { echo "FAIL: --trace alone should run one frame" >&2; exit 1; }
+echo "PASS: one checksum, $want; traced and counted"

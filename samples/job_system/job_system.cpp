@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,13 @@ using frame::snapshot;
 
 // ---- backends: a graph, a loop over pieces, and the AI tick ----------------------------
 struct tessera_backend {
-  explicit tessera_backend(unsigned workers) : rt({.workers = workers}) { rt.start(); }
-  ~tessera_backend() { rt.stop(); }
+  explicit tessera_backend(unsigned workers, std::size_t trace_events = 0)
+      : rt({.workers = workers, .trace_events = trace_events}) {
+    rt.start();
+  }
+  ~tessera_backend() {
+    if (rt.running()) rt.stop();
+  }
   tessera::runtime rt;
 
   using graph = tessera::task_graph;
@@ -257,14 +263,32 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "frames left out of the percentiles")->check(CLI::NonNegativeNumber);
   bool stats = false;
   app.add_flag("--stats", stats, "print each worker's counters (runtime::stats; tessera backend)");
+  std::string trace;
+  app.add_option("--trace", trace,
+                 "write a Chrome trace (Perfetto) of the run to this file; runs one frame "
+                 "unless --frames says otherwise (tessera backend)");
   CLI11_PARSE(app, argc, argv);
+  if (!trace.empty() && app.count("--frames") == 0) {
+    frames = 1;
+    warmup = 0;
+  }
 
   result r;
   tessera::runtime::statistics counters;
   if (backend == "tessera") {
-    tessera_backend be(workers);
+    tessera_backend be(workers, trace.empty() ? 0 : std::size_t{1} << 18);
     r = simulate(be, entities, frames);
+    be.rt.stop();
     counters = be.rt.stats();
+    if (!trace.empty()) {
+      std::ofstream out(trace);
+      be.rt.write_trace(out);
+      if (!out) {
+        std::fprintf(stderr, "job_system: cannot write the trace to %s\n", trace.c_str());
+        return 1;
+      }
+      std::printf("trace: %s\n", trace.c_str());
+    }
   } else {
     tbb_backend be(workers);
     r = simulate(be, entities, frames);

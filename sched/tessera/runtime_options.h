@@ -92,6 +92,14 @@ struct runtime_options {
   /// SIGQUIT handler (async-signal-safe: it only wakes a dumper thread)
   /// when the first such runtime is built; the handler stays.
   bool dump_on_sigquit = false;
+  /// Record a trace of scheduler events: each worker keeps its last
+  /// `trace_events` events (a ring; older ones are dropped) — fiber runs
+  /// (with why each ended: parked on what, yielded, finished), unparks (who
+  /// woke whom), steals, fiber creations, worker sleeps, I/O readiness and
+  /// jobs. runtime::write_trace() writes them as Chrome trace-event JSON for
+  /// Perfetto (ui.perfetto.dev) or chrome://tracing. 0: off, and then each
+  /// event site costs one predictable branch. 48 bytes per event.
+  std::size_t trace_events = 0;
 };
 
 }  // namespace tessera

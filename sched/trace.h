@@ -1,0 +1,71 @@
+// sched/trace.h — the scheduler's event trace (runtime_options::trace_events;
+// internal, not installed).
+//
+// Each worker writes its own ring of events, with no lock and no atomic
+// read-modify-write; runtime::write_trace reads the rings once the workers
+// have stopped (trace.cpp turns them into Chrome trace-event JSON). An event
+// site costs a load of the worker's ring pointer and a predictable branch
+// while tracing is off.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+namespace tessera::sched {
+
+enum class trace_kind : std::uint8_t {
+  run_begin,     // a = the fiber now running
+  run_end,       // a = the fiber, b = why (trace_end), text = what it parked on
+  unpark,        // a = the woken fiber, b = the waker (0: not a fiber)
+  steal,         // a = the stolen fiber, b = the worker it came from
+  create,        // a = the new fiber, b = its creator (0: not a fiber)
+  sleep_begin,   // the worker goes to sleep
+  sleep_end,
+  io_ready,      // b = how many descriptors became ready
+  job_begin,
+  job_end,
+};
+
+/// Why a fiber's run ended (trace_kind::run_end's b).
+enum class trace_end : std::uint8_t { parked, yielded, finished };
+
+struct trace_event {
+  std::int64_t ts_ns;  // steady_clock, nanoseconds since its epoch
+  std::uint64_t a;
+  std::uint64_t b;
+  const char* text;  // static storage, or null
+  trace_kind kind;
+};
+
+/// One worker's ring: the last `capacity` events it recorded.
+class trace_ring {
+ public:
+  explicit trace_ring(std::size_t capacity) : events_(capacity) {}
+  void add(trace_kind k, std::uint64_t a = 0, std::uint64_t b = 0,
+           const char* text = nullptr) noexcept {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    events_[next_ % events_.size()] = {
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), a, b, text, k};
+    ++next_;
+  }
+  /// The events still held, oldest first.
+  std::vector<trace_event> events() const;
+
+ private:
+  std::vector<trace_event> events_;
+  std::uint64_t next_ = 0;  // events recorded so far
+};
+
+/// Writes the workers' rings as Chrome trace-event JSON: one track per
+/// worker, a slice per fiber run (nested: the jobs it ran), a slice per
+/// sleep, instants for the rest, and a flow arrow from each unpark to the
+/// woken fiber's next run. Slices cut by a ring's wrap-around are dropped at
+/// the start and closed at the end, so every slice nests.
+/// `names`: fiber id → name, for the slices' titles.
+void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& rings,
+                      const std::vector<std::pair<std::uint64_t, std::string>>& names);
+
+}  // namespace tessera::sched
