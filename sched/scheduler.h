@@ -304,6 +304,8 @@ class worker {
   fiber_record* running() const noexcept { return running_.load(std::memory_order_relaxed); }
   std::uint64_t turns() const noexcept { return turns_.load(std::memory_order_relaxed); }
   fiber_record* current() const noexcept { return current_; }
+  /// The worker's OS thread (started by start()).
+  pthread_t native_thread() noexcept { return thread_.native_handle(); }
 
   // --- any thread ---
   void push_inbox(fiber_record* f);

@@ -20,7 +20,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backtrace.h"
 #include "internal.h"
+#include "stall_backtrace.h"
 
 #if TESSERA_ASAN
 #include <sanitizer/lsan_interface.h>
@@ -87,6 +89,9 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
+// How long the stall report waits for the stalled worker's backtrace.
+constexpr std::chrono::milliseconds kStallBacktraceWait{200};
+
 // One worker as the stall check follows it.
 struct worker_watch {
   std::uint64_t turns = 0;
@@ -117,7 +122,7 @@ void runtime_impl::watchdog_main() {
   while (!watchdog_cv.wait_for(lock, step, [this] { return watchdog_stop; })) {
     if (stalls) {
       for (std::size_t i = 0; i < workers.size(); ++i) {
-        const worker& w = *workers[i];
+        worker& w = *workers[i];
         worker_watch& ww = watched[i];
         const std::uint64_t turns = w.turns();
         const fiber_record* f = w.running();
@@ -129,15 +134,18 @@ void runtime_impl::watchdog_main() {
         if (ww.reported || held_for < opts.stall_threshold) continue;
         ww.reported = true;
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(held_for).count();
-        std::fprintf(stderr,
-                     "tessera: stall: %s %" PRIu64
-                     " has held worker %u for %lld ms without parking or yielding (the "
-                     "worker's other fibers wait meanwhile; threshold %lld ms)\n",
-                     f->listed_runner.load(std::memory_order_relaxed) ? "job runner" : "fiber",
-                     f->listed_id.load(std::memory_order_relaxed), w.index,
-                     static_cast<long long>(ms),
-                     static_cast<long long>(opts.stall_threshold.count()));
-        std::fflush(stderr);
+        std::ostringstream report;
+        report << "tessera: stall: "
+               << (f->listed_runner.load(std::memory_order_relaxed) ? "job runner " : "fiber ")
+               << f->listed_id.load(std::memory_order_relaxed);
+        if (const std::string name = f->get_name(); !name.empty()) report << " \"" << name << '"';
+        report << " has held worker " << w.index << " for " << ms
+               << " ms without parking or yielding (the worker's other fibers wait meanwhile; "
+                  "threshold "
+               << opts.stall_threshold.count() << " ms)\n";
+        // Where it is now: the worker's live stack, which a signal records.
+        write_backtrace(report, backtrace_of_thread(w.native_thread(), kStallBacktraceWait));
+        std::fputs(report.str().c_str(), stderr);
       }
     }
     if (!deadlocks) continue;

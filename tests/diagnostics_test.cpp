@@ -450,6 +450,12 @@ TEST(Deadlock, TheReportPolicyPrintsAndGoesOnWaiting) {
 
 // The stall report: a fiber that holds its worker past the threshold is
 // reported once; one that yields, parks or sleeps as long is not.
+[[gnu::noinline]] void hog_the_worker_for(std::chrono::milliseconds d) {
+  const auto until = clock::now() + d;
+  while (clock::now() < until) {  // neither parks nor yields
+  }
+}
+
 TEST(Stall, AFiberThatHoldsItsWorkerIsReportedOnce) {
   watchdog dog("the stall report", 60s);
   runtime rt({.workers = 2, .stall_threshold = 100ms});
@@ -457,9 +463,8 @@ TEST(Stall, AFiberThatHoldsItsWorkerIsReportedOnce) {
   ::testing::internal::CaptureStderr();
   rt.run([&] {
     fiber hog([] {
-      const auto until = clock::now() + 600ms;
-      while (clock::now() < until) {  // neither parks nor yields
-      }
+      this_fiber::set_name("hog");
+      hog_the_worker_for(600ms);
     });
     spinner = hog.get_id().value();
     fiber polite([] {
@@ -473,8 +478,11 @@ TEST(Stall, AFiberThatHoldsItsWorkerIsReportedOnce) {
   });
   const std::string err = ::testing::internal::GetCapturedStderr();
   const std::string expected =
-      "tessera: stall: fiber " + std::to_string(spinner) + " has held worker";
+      "tessera: stall: fiber " + std::to_string(spinner) + " \"hog\" has held worker";
   EXPECT_TRUE(has(err, expected)) << err;
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer holds the signal back until the hog calls out
+  EXPECT_TRUE(has(err, "hog_the_worker_for")) << "no backtrace of the stalled fiber:\n" << err;
+#endif
   EXPECT_EQ(err.find("tessera: stall"), err.rfind("tessera: stall"))
       << "one stall, one report (only the hog stalls):\n"
       << err;
