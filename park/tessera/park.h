@@ -66,7 +66,8 @@ struct wait_info {
   std::atomic<const char*> kind{nullptr};
   /// The primitive's address.
   std::atomic<const void*> object{nullptr};
-  /// When the wait began: std::chrono::steady_clock, nanoseconds since its epoch.
+  /// When the wait began: nanoseconds on std::chrono::steady_clock's base
+  /// (CLOCK_MONOTONIC), read at the kernel tick's resolution (1-4 ms).
   std::atomic<std::int64_t> since_ns{0};
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
