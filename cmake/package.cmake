@@ -12,6 +12,6 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libboost-context-dev (>= 1.74), libboost-stacktrace-dev (>= 1.74), libhwloc-dev, liburing-dev, libunwind-dev, pkg-config")
+    "libboost-context-dev (>= 1.74), libhwloc-dev, liburing-dev, libunwind-dev, pkg-config")
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backtrace.h"
+#include "stack_trace.h"
 #include "scheduler.h"
 
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backtrace.h"
+#include "stack_trace.h"
 #include "internal.h"
 
 namespace tessera::sched {
@@ -152,7 +152,7 @@ void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers) {
     } else {
       os << g.size() << ' ' << what << "s [" << how << "]";
     }
-    if (first.created_at != 0) os << " created at " << describe_code(first.created_at);
+    if (first.created_at != 0) os << " created at " << describe_call_site(first.created_at);
     if (g.size() > 1) {
       os << ':';
       std::size_t shown = 0;

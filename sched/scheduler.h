@@ -443,7 +443,7 @@ class runtime_impl {
   /// thread, any time.
   void dump(std::ostream& os) const;
   /// This runtime's fibers, as the dump sees them; with `backtraces`, each
-  /// parked fiber's stack too (sched/backtrace.h says why that is safe).
+  /// parked fiber's stack too (sched/stack_trace.h says why that is safe).
   std::vector<seen_fiber> snapshot(bool backtraces = false) const;
   /// The watchdog thread (watchdog.cpp): looks for a deadlock every so often
   /// while something waits for the runtime to finish; started with the

@@ -1,6 +1,8 @@
 // Fiber stacks and the stack-overflow reporter (see stack.h).
 #include "stack.h"
 
+#include "context.h"  // TESSERA_ASAN
+
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -69,6 +71,13 @@ stack_mem stack_pool::map_one() {
 }
 
 void stack_pool::unmap(stack_mem s) noexcept {
+#if TESSERA_ASAN
+  // The shadow of the frames its fibers left poisoned (redzones of frames
+  // switched away from for good) outlives the mapping: clear it, or the next
+  // mapping at this address — anybody's, an uninstrumented library's too —
+  // starts out "poisoned".
+  ASAN_UNPOISON_MEMORY_REGION(s.bottom(), s.usable());
+#endif
   munmap(s.map, s.map_size);
 }
 

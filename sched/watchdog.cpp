@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "backtrace.h"
+#include "stack_trace.h"
 #include "internal.h"
 #include "stall_backtrace.h"
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
-  libboost-context-dev libboost-stacktrace-dev libhwloc-dev liburing-dev libunwind-dev
+  libboost-context-dev libhwloc-dev liburing-dev libunwind-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
   libabsl-dev libboost-fiber-dev libtbb-dev libhttp-parser-dev
   gnuplot-nox spin gdb nlohmann-json3-dev

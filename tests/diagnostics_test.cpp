@@ -175,7 +175,7 @@ TEST(Dump, GroupsIdenticalWaits) {
 }
 
 // A parked fiber's backtrace, walked from the registers its switch saved
-// (sched/backtrace.h): it must pass through the function it parked in. If
+// (sched/stack_trace.h): it must pass through the function it parked in. If
 // Boost.Context's saved-register layout changes, this is the test that fails.
 [[gnu::noinline]] void parked_in_named_function(latch& gate) {
   gate.wait();

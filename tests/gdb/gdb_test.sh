@@ -5,6 +5,8 @@
 # registers are back afterwards.
 set -euo pipefail
 target=$1
+# LeakSanitizer cannot run under ptrace: an ASan build's exit would fail.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 out=$(gdb -nx -batch \
   -iex "set auto-load safe-path $(dirname "$target")" \
   -ex "set pagination off" \

@@ -14,6 +14,8 @@ import struct
 import gdb
 
 _KNOWN_VERSION = 1
+_SPAWN_TEMPLATES = ("tessera::spawn<", "tessera::fiber::fiber<", "tessera::runtime::spawn<",
+                    "tessera::runtime::submit<")
 _PARKED_STATES = (-1, -2)
 _LAYOUT_FIELDS = (
     "version", "id", "listed_in", "state", "ctx", "name", "name_size", "wait_kind",
@@ -108,11 +110,14 @@ def _fibers():
 def _symbol(pc):
     if pc == 0:
         return ""
+    # The spawn templates (tessera/runtime.h) are inlined into their caller:
+    # the first function out from the innermost that is not one is the user's.
     block = gdb.current_progspace().block_for_pc(pc - 1)
-    while block is not None and block.function is None:
+    while block is not None:
+        if block.function is not None and not block.function.print_name.startswith(
+                _SPAWN_TEMPLATES):
+            return block.function.print_name
         block = block.superblock
-    if block is not None:
-        return block.function.print_name
     sym = gdb.execute("info symbol 0x%x" % (pc - 1), to_string=True).strip()
     return sym.split(" in section")[0] if "No symbol" not in sym else "0x%x" % pc
 

@@ -1,12 +1,13 @@
-// sched/backtrace.h — backtraces of switched-out fibers, and names for code
+// sched/stack_trace.h — backtraces of switched-out fibers, and names for code
 // addresses (internal; not installed).
 //
 // A parked fiber's registers sit at the top of its stack, where Boost.Context's
 // jump_fcontext saved them (x86-64 System V, Boost 1.74+): at the saved stack
 // pointer `ctx`, +0x08 r12, +0x10 r13, +0x18 r14, +0x20 r15, +0x28 rbx,
 // +0x30 rbp, +0x38 the address it resumes at, and its stack pointer is then
-// ctx + 0x40. tools/gdb/tessera.py reads the same layout; context_layout below
-// names it once for both, and tests/backtrace_test.cpp fails if it changes.
+// ctx + 0x40. tools/gdb/tessera-gdb.py reads the same layout; context_layout below
+// names it once for both; Dump.ShowsEachParkedFibersNameAndBacktrace
+// (tests/diagnostics_test.cpp) and the gdb_fibers test fail if it changes.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +36,13 @@ std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
                                          const void* stack_hi, std::size_t max_frames = 48);
 
 /// "function at file:line" for a code address (a return address is looked up
-/// one byte back, inside its call), or "function+0x1c" without debug
-/// information, or the bare address. Boost.Stacktrace with libbacktrace.
-std::string describe_code(std::uintptr_t pc, bool return_address = true);
+/// one byte back, inside its call), one string per inlined level, innermost
+/// first; "function+0x1c" without debug information; else the bare address.
+/// Never empty.
+std::vector<std::string> describe_code(std::uintptr_t pc, bool return_address = true);
+/// The function and line a return address returns into: the outermost level
+/// of describe_code (the user's call, not an inlined template of ours).
+std::string describe_call_site(std::uintptr_t pc);
 
 /// Writes the frames of `trace` worth a reader's eye, one per line after
 /// `indent`: the scheduler's own frames on top (the switch, park) and the

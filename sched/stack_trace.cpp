@@ -1,5 +1,5 @@
-// sched/backtrace.cpp — walking a switched-out fiber's stack (libunwind) and
-// naming code addresses (Boost.Stacktrace).
+// sched/stack_trace.cpp — walking a switched-out fiber's stack (libunwind) and
+// naming code addresses (libbacktrace).
 //
 // Why these two libraries: Boost.Stacktrace and glibc's backtrace() unwind only
 // the calling thread from where it stands; a parked fiber is nobody's current
@@ -8,12 +8,17 @@
 // are confined to the fiber's stack and the loaded objects (a remote-style
 // unwind of our own process). That is what makes the walk safe on a fiber that
 // another worker may resume at any moment: it may read stale words, it cannot
-// fault. Naming is the other half, where Boost.Stacktrace's libbacktrace
-// backend gives file and line from DWARF and falls back to the symbol table.
-#include "backtrace.h"
+// fault. Naming is the other half: GCC's libbacktrace (what Boost.Stacktrace
+// and the sanitizers use underneath) reads DWARF for function, file and line
+// — every inlined level of them, which is how a creation site names the
+// user's line rather than the inlined spawn template — and falls back to the
+// symbol table.
+#include "stack_trace.h"
 
 #include <link.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 
@@ -21,7 +26,8 @@
 #include <libunwind.h>
 #endif
 
-#include <boost/stacktrace/frame.hpp>
+#include <backtrace.h>  // GCC's libbacktrace
+#include <cxxabi.h>
 
 namespace tessera::sched {
 namespace {
@@ -132,37 +138,110 @@ std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
   return out;
 }
 
-std::string describe_code(std::uintptr_t pc, bool return_address) {
-  const boost::stacktrace::frame f(
-      reinterpret_cast<boost::stacktrace::frame::native_frame_ptr_t>(pc - (return_address ? 1 : 0)));
-  std::string name = f.name();
-  const std::string file = f.source_file();
-  char addr[32];
-  std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(pc));
-  if (name.empty()) name = addr;
-  if (!file.empty()) {
-    const std::size_t slash = file.rfind('/');
-    return name + " at " + file.substr(slash == std::string::npos ? 0 : slash + 1) + ":" +
-           std::to_string(f.source_line());
+namespace {
+
+backtrace_state* symbolizer() {
+  // One for the process, thread-safe (libbacktrace's threaded mode); it
+  // reads each binary's DWARF once, on first use.
+  static backtrace_state* const state =
+      backtrace_create_state(nullptr, /*threaded=*/1, [](void*, const char*, int) {}, nullptr);
+  return state;
+}
+
+std::string demangled(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : name;
+  std::free(d);
+  return out;
+}
+
+std::string basename_of(const std::string& file) {
+  const std::size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+// One inlined level of a code address: its function, and where in it.
+struct code_level {
+  std::string function;
+  std::string file;  // empty without debug information
+  int line = 0;
+};
+
+std::vector<code_level> levels_of(std::uintptr_t at) {
+  std::vector<code_level> levels;
+  backtrace_pcinfo(
+      symbolizer(), at,
+      [](void* data, std::uintptr_t, const char* file, int line, const char* function) -> int {
+        if (function == nullptr) return 0;
+        static_cast<std::vector<code_level>*>(data)->push_back(
+            {demangled(function), file != nullptr ? file : "", line});
+        return 0;
+      },
+      [](void*, const char*, int) {}, &levels);
+  if (!levels.empty()) return levels;
+  // No debug information: the symbol table, as function+offset.
+  backtrace_syminfo(
+      symbolizer(), at,
+      [](void* data, std::uintptr_t addr, const char* symbol, std::uintptr_t start, std::uintptr_t) {
+        if (symbol == nullptr) return;
+        char offset[32];
+        std::snprintf(offset, sizeof offset, "+%#llx",
+                      static_cast<unsigned long long>(addr - start));
+        static_cast<std::vector<code_level>*>(data)->push_back({demangled(symbol) + offset, "", 0});
+      },
+      [](void*, const char*, int) {}, &levels);
+  return levels;
+}
+
+std::string text_of(const code_level& l) {
+  if (l.file.empty()) return l.function;
+  return l.function + " at " + basename_of(l.file) + ":" + std::to_string(l.line);
+}
+
+}  // namespace
+
+std::vector<std::string> describe_code(std::uintptr_t pc, bool return_address) {
+  std::vector<std::string> out;
+  for (const code_level& l : levels_of(pc - (return_address ? 1 : 0))) out.push_back(text_of(l));
+  if (out.empty()) {
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(pc));
+    out.emplace_back(addr);
   }
-  return name;
+  return out;
+}
+
+std::string describe_call_site(std::uintptr_t pc) {
+  // The spawn templates are inlined into their caller, so the innermost
+  // levels may be code of tessera/runtime.h: the first level that is not
+  // names the user's line.
+  constexpr std::string_view ours = "tessera/runtime.h";
+  for (const code_level& l : levels_of(pc - 1)) {
+    const std::string_view file(l.file);
+    if (file.size() < ours.size() || file.substr(file.size() - ours.size()) != ours) {
+      return text_of(l);
+    }
+  }
+  return describe_code(pc).back();
 }
 
 void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
                      std::string_view indent) {
   bool top = true;  // still among the scheduler's frames on top
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    const std::string line = describe_code(trace[i], i != 0);
-    if (line.rfind("tessera::sched::worker::fiber_entry", 0) == 0 ||
-        line.rfind("make_fcontext", 0) == 0) {
-      break;
+    for (const std::string& line : describe_code(trace[i])) {
+      if (line.rfind("tessera::sched::worker::fiber_entry", 0) == 0 ||
+          line.rfind("make_fcontext", 0) == 0) {
+        return;
+      }
+      if (top && (line.rfind("tessera::sched::", 0) == 0 || line.rfind("tessera::park", 0) == 0 ||
+                  line.rfind("jump_fcontext", 0) == 0)) {
+        continue;
+      }
+      top = false;
+      os << indent << line << '\n';
     }
-    if (top && (line.rfind("tessera::sched::", 0) == 0 || line.rfind("tessera::park", 0) == 0 ||
-                line.rfind("jump_fcontext", 0) == 0)) {
-      continue;
-    }
-    top = false;
-    os << indent << line << '\n';
   }
 }
 
