@@ -22,6 +22,10 @@ constexpr std::int32_t kParkedTimedState = -2;  // ... in park_until()
 
 std::string describe(const seen_fiber& f) {
   char text[160];
+  if (f.running_on >= 0) {
+    std::snprintf(text, sizeof text, "running on worker %d", f.running_on);
+    return text;
+  }
   if (f.kind == nullptr) {
     return f.parked ? "parked" : "runnable";
   }
@@ -207,10 +211,15 @@ std::size_t write_wait_cycles(std::ostream& os, const std::vector<seen_fiber>& f
 }
 
 void runtime_impl::dump(std::ostream& os) const {
-  const std::vector<seen_fiber> fibers = snapshot(true);
+  std::vector<seen_fiber> fibers = snapshot(true);
   std::size_t runners = 0;
   for (const auto& f : fibers) runners += f.runner ? 1 : 0;
   std::lock_guard lock(workers_mu);
+  for (auto& f : fibers) {
+    for (const auto& w : workers) {
+      if (w->running() == f.rec) f.running_on = static_cast<int>(w->index);
+    }
+  }
   os << "tessera: runtime dump: " << workers.size()
      << (workers.size() == 1 ? " worker, " : " workers, ") << fibers.size() - runners
      << (fibers.size() - runners == 1 ? " fiber" : " fibers");

@@ -194,6 +194,7 @@ struct seen_fiber {
   std::uint64_t holder = 0;
   bool held_by_thread = false;  // the holder is an OS thread, not a fiber
   std::vector<std::uintptr_t> stack;  // its backtrace, when asked for
+  int running_on = -1;                // the worker running it right now (the dump), or -1
   bool same_wait(const seen_fiber& o) const noexcept {
     return id == o.id && parked == o.parked && kind == o.kind && object == o.object &&
            since_ns == o.since_ns && parks == o.parks;

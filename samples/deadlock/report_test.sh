@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# deadlock's report: both named fibers with the mutex each waits for, a
+# backtrace through the function that took the second lock, the live dump
+# before it, and run() throwing deadlock_error (exit status 1).
+set -uo pipefail
+out=$("$1" --dump 2>&1)
+status=$?
+echo "$out"
+fail() { echo "report_test: FAIL: $*" >&2; exit 1; }
+((status == 1)) || fail "exit status $status, expected 1"
+grep -q '^tessera: runtime dump: 2 workers' <<<"$out" || fail "no dump"
+grep -q '^tessera: deadlock: all 3 fibers are parked' <<<"$out" || fail "no deadlock report"
+for who in transfer audit; do
+  grep -Eq "^fiber [0-9]+ \"$who\" \[mutex 0x[0-9a-f]+, [0-9]+ ms.*\] created at " <<<"$out" ||
+    fail "no line for the \"$who\" fiber"
+done
+grep -Eq '^    .*\(anonymous namespace\)::transfer' <<<"$out" || fail "no backtrace through transfer()"
+grep -q '^caught tessera::deadlock_error' <<<"$out" || fail "run() did not throw deadlock_error"
+echo "report_test: ok"
