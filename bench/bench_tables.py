@@ -98,6 +98,10 @@ def jobbench(path, dat):
         rt, floor = val[("pingpong-rt", 1)]["tessera"], val[("jump-rt", 1)]["boost"]
         print(f"\n  park/unpark round trip {rt:.1f} ns = {rt / floor:.2f}x the two-jump floor "
               f"({floor:.1f} ns)")
+    traced = [(k, v["tessera-traced"] / v["tessera"]) for k, v in val.items()
+              if "tessera-traced" in v and "tessera" in v]
+    for (bench, w), ratio in traced:
+        print(f"  {bench} W={w} with the scheduler trace on: {ratio:.2f}x the time with it off")
     if ("jump-call-rt", 1) in val:
         call, floor = val[("jump-call-rt", 1)]["boost"], val[("jump-rt", 1)]["boost"]
         print(f"  the same two jumps, each made from a returning call: {call:.1f} ns = "

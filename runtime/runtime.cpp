@@ -241,7 +241,9 @@ fiber::id get_id() noexcept {
 void set_name(std::string_view name) {
   waiter* me = self();
   if (me->ops == &detail::fiber_park_ops) {
-    static_cast<detail::fiber_record*>(me->context)->set_name(name);
+    auto* f = static_cast<detail::fiber_record*>(me->context);
+    f->set_name(name);
+    if (!f->rt->traces.empty()) f->rt->note_trace_name(f->id, name);
     return;
   }
   // A thread: its kernel name, which the kernel cuts to 15 bytes.

@@ -47,15 +47,16 @@ runtime_impl::runtime_impl(const runtime_options& o)
   if (opts.dump_on_sigquit) register_sigquit_dump(this);
 }
 
+void runtime_impl::note_trace_name(std::uint64_t fiber, std::string_view name) {
+  std::lock_guard lock(trace_names_mu);
+  trace_names.emplace_back(fiber, name);
+}
+
 void runtime_impl::write_trace(std::ostream& os) const {
   std::vector<const trace_ring*> rings;
   for (const auto& r : traces) rings.push_back(r.get());
-  std::vector<std::pair<std::uint64_t, std::string>> names;
-  for (fiber_record* f : all_records()) {
-    std::string n = f->get_name();
-    if (!n.empty()) names.emplace_back(f->listed_id.load(std::memory_order_relaxed), std::move(n));
-  }
-  write_trace_json(os, rings, names);
+  std::lock_guard lock(trace_names_mu);
+  write_trace_json(os, rings, trace_names);  // a later name of the same fiber wins
 }
 
 runtime_impl::~runtime_impl() {

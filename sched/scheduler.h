@@ -499,6 +499,11 @@ class runtime_impl {
   std::vector<std::unique_ptr<trace_ring>> traces;
   /// The trace as Chrome trace-event JSON (trace.h); the workers must be stopped.
   void write_trace(std::ostream& os) const;
+  /// Fiber names given while tracing (a fiber's record, and so its name,
+  /// may be reused before the trace is written).
+  void note_trace_name(std::uint64_t fiber, std::string_view name);
+  mutable std::mutex trace_names_mu;
+  std::vector<std::pair<std::uint64_t, std::string>> trace_names;  // guarded by trace_names_mu
   /// Guards `workers` being built and cleared against dump() from another
   /// thread (the workers' own code and the watchdog run while it stands).
   mutable std::mutex workers_mu;

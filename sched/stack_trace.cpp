@@ -226,23 +226,82 @@ std::string describe_call_site(std::uintptr_t pc) {
   return describe_code(pc).back();
 }
 
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// Code of the runtime itself: the scheduler, the primitives' insides, the
+// park façade — by name, or (with debug information) by source file: the
+// library's own sources and installed headers, but not its samples and tests.
+// Without debug information, the frame of our wrapper that calls a fiber's
+// body is where the body was inlined: it is the user's.
+bool internal(const code_level& l) {
+  const std::string_view f(l.function);
+  if (l.file.empty() && f.find("unique_function") != std::string_view::npos) return false;
+  for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
+                                "fiber_park", "jump_fcontext", "make_fcontext"}) {
+    if (starts_with(f, ours)) return true;
+  }
+  // A template's demangled name may begin with its return type.
+  if (f.substr(0, 40).find(" tessera::detail::") != std::string_view::npos) return true;
+  const std::string_view file(l.file);
+  if (file.find("/include/tessera/") != std::string_view::npos) return true;
+  constexpr std::string_view root = TESSERA_SOURCE_DIR "/";
+  if (!starts_with(file, root)) return false;
+  const std::string_view rest = file.substr(root.size());
+  return !starts_with(rest, "samples/") && !starts_with(rest, "tests/") &&
+         !starts_with(rest, "bench/");
+}
+
+// The public face of the runtime (tessera::mutex::lock, tessera::fiber::join):
+// the one internal frame worth showing, on top.
+bool public_entry(const code_level& l) {
+  return starts_with(l.function, "tessera::") && !starts_with(l.function, "tessera::detail::") &&
+         !starts_with(l.function, "tessera::sched::") && !starts_with(l.function, "tessera::park");
+}
+
+// What runs the fiber's body: std::invoke, std::apply and our wrappers.
+bool plumbing(const code_level& l) {
+  if (internal(l) || l.file.find("/c++/") != std::string::npos) return true;
+  const std::string_view f(l.function);
+  for (std::string_view std_call : {"std::", "__invoke", "invoke<", "apply<", "__apply_impl"}) {
+    if (starts_with(f, std_call)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
                      std::string_view indent) {
-  bool top = true;  // still among the scheduler's frames on top
+  std::vector<code_level> frames;  // every inlined level, innermost first
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    for (const std::string& line : describe_code(trace[i])) {
-      if (line.rfind("tessera::sched::worker::fiber_entry", 0) == 0 ||
-          line.rfind("make_fcontext", 0) == 0) {
-        return;
+    std::vector<code_level> levels = levels_of(trace[i] - 1);
+    if (levels.empty()) {
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(trace[i]));
+      levels.push_back({addr, "", 0});
+    }
+    frames.insert(frames.end(), levels.begin(), levels.end());
+  }
+  // As Go hides its runtime's frames: from the top, the runtime's own frames
+  // go, but for the outermost public call among them (the mutex's lock());
+  // from the bottom, what called the fiber's body.
+  std::size_t first = 0;
+  while (first < frames.size() && internal(frames[first])) ++first;
+  if (first > 0) {
+    for (std::size_t k = first; k-- > 0;) {
+      if (public_entry(frames[k])) {
+        first = k;
+        break;
       }
-      if (top && (line.rfind("tessera::sched::", 0) == 0 || line.rfind("tessera::park", 0) == 0 ||
-                  line.rfind("jump_fcontext", 0) == 0)) {
-        continue;
-      }
-      top = false;
-      os << indent << line << '\n';
     }
   }
+  std::size_t last = frames.size();
+  while (last > first && plumbing(frames[last - 1])) --last;
+  for (std::size_t i = first; i < last; ++i) os << indent << text_of(frames[i]) << '\n';
 }
 
 }  // namespace tessera::sched

@@ -86,7 +86,8 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
     if (!per[w].empty()) origin = std::min(origin, per[w].front().ts_ns);
   }
   if (origin == INT64_MAX) origin = 0;
-  const std::map<std::uint64_t, std::string> name_of(names.begin(), names.end());
+  std::map<std::uint64_t, std::string> name_of;
+  for (const auto& [id, name] : names) name_of[id] = name;  // the latest name wins
   auto fiber_title = [&](std::uint64_t id) {
     std::string t = "fiber " + std::to_string(id);
     if (const auto it = name_of.find(id); it != name_of.end() && !it->second.empty()) {

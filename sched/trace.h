@@ -64,7 +64,8 @@ class trace_ring {
 /// sleep, instants for the rest, and a flow arrow from each unpark to the
 /// woken fiber's next run. Slices cut by a ring's wrap-around are dropped at
 /// the start and closed at the end, so every slice nests.
-/// `names`: fiber id → name, for the slices' titles.
+/// `names`: fiber id and name, in the order given (the latest wins), for
+/// the slices' titles.
 void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& rings,
                       const std::vector<std::pair<std::uint64_t, std::string>>& names);
 

@@ -160,7 +160,7 @@ std::vector<row> rows;
 void record(const std::string& bench, unsigned w, const std::string& sys, double v,
             const std::string& unit) {
   rows.push_back({bench, w, sys, v, unit});
-  std::printf("  %-12s W=%u  %-8s %12.1f %s\n", bench.c_str(), w, sys.c_str(), v, unit.c_str());
+  std::printf("  %-12s W=%u  %-14s %12.1f %s\n", bench.c_str(), w, sys.c_str(), v, unit.c_str());
   std::fflush(stdout);
 }
 
@@ -249,6 +249,23 @@ int main(int argc, char** argv) {
              check("tbb skynet", skynet<tbb::task_group>(0, kSkynet), kSkynetSum);
              return ns_since(t0) / 1e6;
            }), "ms");
+    {
+      // The same skynet with the scheduler trace on (runtime_options::
+      // trace_events: 64 Ki events a worker), in its own runtime for the
+      // length of this figure: what tracing costs.
+      tessera::runtime traced({.workers = w,
+                               .idle_spin = std::chrono::microseconds(idle_spin_us),
+                               .trace_events = std::size_t{1} << 16});
+      traced.start();
+      record("skynet", w, "tessera-traced", median_of(reps, [&] {
+               return traced.submit([&] {
+                 const auto t0 = steady::now();
+                 check("traced skynet", skynet<tessera::task_group>(0, kSkynet), kSkynetSum);
+                 return ns_since(t0) / 1e6;
+               }).get();
+             }), "ms");
+      traced.stop();
+    }
     record("skynet", w, "openmp", median_of(reps, [&] {
              const auto t0 = steady::now();
              long r = 0;

@@ -14,18 +14,23 @@
 
 namespace {
 
-tessera::mutex accounts, audit_log;
+// Lives on the root fiber's stack: the deadlocked fibers are abandoned with
+// it, holding its mutexes, and nothing destroys a mutex they hold.
+struct bank {
+  tessera::mutex accounts, audit_log;
+  tessera::latch both_hold{2};
+};
 
-[[gnu::noinline]] void transfer(tessera::latch& both_hold) {
-  std::lock_guard a(accounts);
-  both_hold.arrive_and_wait();
-  std::lock_guard b(audit_log);
+[[gnu::noinline]] void transfer(bank& b) {
+  std::lock_guard a(b.accounts);
+  b.both_hold.arrive_and_wait();
+  std::lock_guard l(b.audit_log);
 }
 
-[[gnu::noinline]] void audit(tessera::latch& both_hold) {
-  std::lock_guard b(audit_log);
-  both_hold.arrive_and_wait();
-  std::lock_guard a(accounts);
+[[gnu::noinline]] void audit(bank& b) {
+  std::lock_guard l(b.audit_log);
+  b.both_hold.arrive_and_wait();
+  std::lock_guard a(b.accounts);
 }
 
 }  // namespace
@@ -40,18 +45,19 @@ int main(int argc, char** argv) {
   try {
     rt.run([&] {
       tessera::this_fiber::set_name("main");
-      tessera::latch both_hold(2);
+      bank b;
       tessera::fiber t([&] {
         tessera::this_fiber::set_name("transfer");
-        transfer(both_hold);
+        transfer(b);
       });
       tessera::fiber u([&] {
         tessera::this_fiber::set_name("audit");
-        audit(both_hold);
+        audit(b);
       });
       if (dump) {
         tessera::this_fiber::sleep_for(std::chrono::milliseconds(50));
         rt.dump(std::cout);
+        std::cout.flush();
       }
       t.join();
       u.join();
