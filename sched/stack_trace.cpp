@@ -239,7 +239,10 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 // body is where the body was inlined: it is the user's.
 bool internal(const code_level& l) {
   const std::string_view f(l.function);
-  if (l.file.empty() && f.find("unique_function") != std::string_view::npos) return false;
+  if (l.file.empty() && f.find("unique_function") != std::string_view::npos &&
+      f.find("_FUN") != std::string_view::npos) {
+    return false;
+  }
   for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
                                 "fiber_park", "jump_fcontext", "make_fcontext"}) {
     if (starts_with(f, ours)) return true;
