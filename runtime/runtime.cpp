@@ -173,7 +173,8 @@ runtime::statistics runtime::stats() const {
   for (unsigned i = 0; i < impl_->opts.workers; ++i) {
     const detail::worker_counters& c = impl_->counters[i];
     constexpr auto r = std::memory_order_relaxed;
-    s.per_worker.push_back({c.fibers_run.load(r), c.parks.load(r), c.steals.load(r),
+    const std::uint64_t parks = c.parks.load(r);
+    s.per_worker.push_back({parks + c.yields.load(r) + c.finishes.load(r), parks, c.steals.load(r),
                             c.sleeps.load(r), std::chrono::nanoseconds(c.idle_ns.load(r)),
                             c.io_events.load(r), c.jobs_run.load(r)});
   }

@@ -241,7 +241,8 @@ void runtime_impl::dump(std::ostream& os) const {
     const worker_counters& c = w->counters;
     os << "] queued: " << w->deque_.size_hint() << " fibers"
        << (w->runnext_.load(r) != nullptr ? " + runnext" : "") << ", " << jobs
-       << " jobs; since start: " << c.fibers_run.load(r) << " runs, " << c.parks.load(r)
+       << " jobs; since start: "
+       << c.parks.load(r) + c.yields.load(r) + c.finishes.load(r) << " runs, " << c.parks.load(r)
        << " parks, " << c.steals.load(r) << " steals, " << c.sleeps.load(r) << " sleeps, "
        << c.io_events.load(r) << " I/O events\n";
   }

@@ -99,7 +99,6 @@ void worker::switch_to(fiber_record* next, post_action act) {
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
   count_turn(to_sched ? nullptr : next);
-  if (!to_sched) worker_counters::add(counters.fibers_run);
   if (trace != nullptr) [[unlikely]] trace_switch(from, next, act);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
@@ -190,6 +189,7 @@ void worker::finish_current() {
   me->listed_in.store(nullptr, std::memory_order_relaxed);
   me->done.store(true, std::memory_order_seq_cst);
   if (waiter* j = me->joiner.load(std::memory_order_seq_cst)) unpark(j);
+  worker_counters::add(counters.finishes);
   fiber_record* next = pick_local();
   switch_to(next != nullptr ? next : &sched_rec_, post_action::finish);
   std::abort();  // unreachable: a finished fiber is never resumed
@@ -220,6 +220,7 @@ void worker::yield_current() {
     count_turn(current_);
     return;
   }
+  worker_counters::add(counters.yields);
   switch_to(next, post_action::yield);
 }
 

@@ -18,11 +18,21 @@
 namespace tessera::sched {
 
 std::vector<trace_event> trace_ring::events() const {
+  // The stamps' rate, from the ring's creation to now.
+  const std::uint64_t tsc1 = stamp();
+  const std::int64_t ns1 = steady_ns();
+  const double ns_per_tick =
+      tsc1 > tsc0_ ? static_cast<double>(ns1 - ns0_) / static_cast<double>(tsc1 - tsc0_) : 1.0;
   std::vector<trace_event> out;
   const std::size_t cap = events_.size();
   const std::uint64_t first = next_ > cap ? next_ - cap : 0;
   out.reserve(static_cast<std::size_t>(next_ - first));
-  for (std::uint64_t i = first; i < next_; ++i) out.push_back(events_[i % cap]);
+  for (std::uint64_t i = first; i < next_; ++i) {
+    trace_event e = events_[i % cap];
+    const double ticks = static_cast<double>(static_cast<std::uint64_t>(e.ts_ns) - tsc0_);
+    e.ts_ns = ns0_ + static_cast<std::int64_t>(ticks * ns_per_tick);
+    out.push_back(e);
+  }
   return out;
 }
 

@@ -33,7 +33,7 @@ enum class trace_kind : std::uint8_t {
 enum class trace_end : std::uint8_t { parked, yielded, finished };
 
 struct trace_event {
-  std::int64_t ts_ns;  // steady_clock, nanoseconds since its epoch
+  std::int64_t ts_ns;  // steady_clock, nanoseconds since its epoch (in the ring: TSC ticks)
   std::uint64_t a;
   std::uint64_t b;
   const char* text;  // static storage, or null
@@ -41,22 +41,44 @@ struct trace_event {
 };
 
 /// One worker's ring: the last `capacity` events it recorded.
+///
+/// Events are stamped with the CPU's time-stamp counter (a few cycles, where
+/// a steady_clock read costs a few tens of nanoseconds: a trace of a
+/// million-job skynet paid more for its clock reads than for the rest), and
+/// events() converts the stamps to steady_clock nanoseconds by the counter's
+/// rate between the ring's creation and the call. x86-64's TSC is invariant
+/// and synchronised between cores on the CPUs the project meets; elsewhere
+/// the stamps are steady_clock's.
 class trace_ring {
  public:
-  explicit trace_ring(std::size_t capacity) : events_(capacity) {}
+  explicit trace_ring(std::size_t capacity)
+      : events_(capacity), tsc0_(stamp()), ns0_(steady_ns()) {}
   void add(trace_kind k, std::uint64_t a = 0, std::uint64_t b = 0,
            const char* text = nullptr) noexcept {
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    events_[next_ % events_.size()] = {
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), a, b, text, k};
+    events_[next_ % events_.size()] = {static_cast<std::int64_t>(stamp()), a, b, text, k};
     ++next_;
   }
-  /// The events still held, oldest first.
+  /// The events still held, oldest first, stamped in steady_clock nanoseconds.
   std::vector<trace_event> events() const;
+
+  static std::uint64_t stamp() noexcept {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    return static_cast<std::uint64_t>(steady_ns());
+#endif
+  }
+  static std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
  private:
   std::vector<trace_event> events_;
   std::uint64_t next_ = 0;  // events recorded so far
+  std::uint64_t tsc0_;      // stamp() and steady_ns() at creation
+  std::int64_t ns0_;
 };
 
 /// Writes the workers' rings as Chrome trace-event JSON: one track per

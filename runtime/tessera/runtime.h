@@ -204,7 +204,7 @@ class runtime {
 
   /// One worker's counters since construction (statistics::per_worker).
   struct worker_statistics {
-    std::uint64_t fibers_run = 0;  // switches into a fiber (one fiber may run many times)
+    std::uint64_t fibers_run = 0;  // runs that ended: parked, yielded or finished (a fiber runs many times)
     std::uint64_t parks = 0;       // times a fiber parked and switched out
     std::uint64_t steals = 0;      // fibers and jobs it took from other workers
     std::uint64_t sleeps = 0;      // times it went to sleep (futex or poller)
