@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace tessera::net {
@@ -41,18 +43,51 @@ std::error_code connect_on(io::descriptor& d, const sockaddr* to, socklen_t size
   return err != 0 ? std::error_code(err, std::system_category()) : std::error_code{};
 }
 
+// Out of descriptors or kernel memory: the listener can do nothing until a
+// connection closes somewhere, so accept backs off instead of failing.
+bool out_of_resources(std::error_code ec) noexcept {
+  if (ec.category() != std::system_category()) return false;
+  const int e = ec.value();
+  return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+}
+
+constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(5);
+constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
+
 // accept4 on a listening descriptor, parking until a connection comes.
+// When the process (or system) is out of descriptors, it backs off as Go's
+// http.Server does — 5 ms, doubling to 1 s — parked, so the fibers serving
+// the connections already open run on and, closing theirs, make room. The
+// pause is a wait for the listener to turn writable, which a listening
+// socket never does: close() and interrupt() end it as they end any wait.
 tcp_stream accept_on(io::descriptor& d, std::error_code& ec, io::clock::time_point deadline) {
-  ec.clear();
   const int lfd = d.native_handle();
-  const ssize_t fd = d.call(
-      false,
-      [&] {
-        return static_cast<ssize_t>(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      },
-      ec, deadline);
-  if (fd < 0) return {};
-  return tcp_stream(io::descriptor(static_cast<int>(fd)));
+  auto backoff = std::chrono::duration_cast<io::clock::duration>(kAcceptBackoffFirst);
+  for (;;) {
+    ec.clear();
+    const ssize_t fd = d.call(
+        false,
+        [&] {
+          return static_cast<ssize_t>(
+              ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        },
+        ec, deadline);
+    if (fd >= 0) return tcp_stream(io::descriptor(static_cast<int>(fd)));
+    if (!out_of_resources(ec)) return {};
+    const auto now = io::clock::now();
+    if (deadline <= now) return {};  // ec says what stopped us
+    const bool capped = deadline - now <= backoff;
+    const std::error_code waited = d.wait_writable(capped ? deadline : now + backoff);
+    if (waited && waited != std::errc::timed_out) {
+      ec = waited;  // closed, or interrupted
+      return {};
+    }
+    if (capped) {
+      ec = std::make_error_code(std::errc::timed_out);
+      return {};
+    }
+    backoff = std::min<io::clock::duration>(backoff * 2, kAcceptBackoffMax);
+  }
 }
 
 // "host:port", "[v6]:port", ":port".

@@ -1,6 +1,7 @@
 // Fiber-aware I/O over loopback: round trips in every execution environment,
 // deadlines, close waking a blocked reader, EOF vs reset, partial writes under
 // a small send buffer, 2000 concurrent connections, and the blocking() pool.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -370,6 +371,92 @@ TEST_P(NetIn, PartialWritesUnderASmallSendBufferDeliverEverythingInOrder) {
     }
     EXPECT_GT(partial, 0u) << "the small send buffer should have forced partial writes";
   });
+}
+
+// The highest descriptor number the process has open.
+int highest_open_fd() {
+  int highest = 2;
+  for (int fd = 0; fd < 65536; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1) highest = fd;
+  }
+  return highest;
+}
+
+// Out of descriptors, accept parks and retries (5 ms doubling to 1 s) instead
+// of failing at once: a server whose accept loop retried EMFILE without
+// parking held its only worker at 100% CPU, so the fibers that would close
+// connections and free descriptors never ran, and it never served again.
+TEST(Net, OutOfDescriptorsAcceptBacksOffAndTheServerServesOn) {
+  watchdog dog("net accept out of descriptors", 60s);
+  constexpr int kClients = 12;
+  runtime rt({.workers = 1});
+  rt.start();
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  // Register the listener with the poller (its kernel instance is made at
+  // the first registration) before the limit is lowered.
+  rt.submit([&] {
+      std::error_code ec;
+      (void)l.accept(ec, clock::now() + 1ms);
+    }).get();
+  // The clients connect and send first: the kernel completes them into the
+  // backlog before anyone accepts.
+  std::vector<int> clients;
+  const net::endpoint to = l.local_endpoint();
+  for (int i = 0; i < kClients; ++i) {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(c, 0);
+    ASSERT_EQ(::connect(c, reinterpret_cast<const sockaddr*>(&to.storage), to.size), 0);
+    ASSERT_EQ(::write(c, "x", 1), 1);
+    clients.push_back(c);
+  }
+  // Room for two accepted connections, no more: the free numbers below the
+  // highest open descriptor are filled, and the limit set just above it.
+  const int highest = highest_open_fd();
+  std::vector<int> fillers;
+  for (int f = ::dup(0); f >= 0; f = ::dup(0)) {
+    if (f > highest) {
+      ::close(f);
+      break;
+    }
+    fillers.push_back(f);
+  }
+  rlimit old{};
+  ::getrlimit(RLIMIT_NOFILE, &old);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest + 1 + 2);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  {  // the limit binds: two more descriptors, not three
+    const int a = ::dup(0), b = ::dup(0), c = ::dup(0);
+    EXPECT_GE(a, 0);
+    EXPECT_GE(b, 0);
+    EXPECT_EQ(c, -1);
+    EXPECT_EQ(errno, EMFILE);
+    for (int fd : {a, b, c})
+      if (fd >= 0) ::close(fd);
+  }
+  std::atomic<int> served{0};
+  auto server = rt.submit([&] {
+    for (int i = 0; i < kClients; ++i) {
+      std::error_code ec;
+      tcp_stream s = l.accept(ec, clock::now() + 20s);
+      if (ec) {
+        ADD_FAILURE() << "accept: " << ec.message();
+        return;
+      }
+      tessera::spawn([&served](tcp_stream conn) {
+        char c = 0;
+        std::error_code rec;
+        if (conn.read_some(&c, 1, rec) == 1) served.fetch_add(1);
+        this_fiber::sleep_for(10ms);  // then it closes, freeing a descriptor
+      }, std::move(s));
+    }
+  });
+  server.get();
+  EXPECT_TRUE(eventually([&] { return served.load() == kClients; }, 20s)) << served.load();
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  rt.stop();
+  for (int c : clients) ::close(c);
+  for (int f : fillers) ::close(f);
 }
 
 TEST(Net, TwoThousandConcurrentConnections) {

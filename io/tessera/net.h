@@ -98,7 +98,13 @@ class [[nodiscard]] tcp_listener {
   /// local_endpoint()). Throws std::system_error naming the address.
   static tcp_listener listen(std::string_view host_port, listen_options opts = {});
 
-  /// Waits for a connection (accept4, non-blocking, close-on-exec).
+  /// Waits for a connection (accept4, non-blocking, close-on-exec). Out of
+  /// descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), it does
+  /// not fail but parks and retries — after 5 ms, doubling to 1 s, as Go's
+  /// http.Server — so a server's other fibers run on and free descriptors;
+  /// the deadline, close() and io::cancel_on_stop still end the wait. Errors
+  /// in `ec`: io::error::closed, std::errc::timed_out, operation_canceled,
+  /// or accept4's; the throwing form throws them as std::system_error.
   tcp_stream accept(std::error_code& ec,
                     io::clock::time_point deadline = io::clock::time_point::max());
   tcp_stream accept();
@@ -120,6 +126,7 @@ class [[nodiscard]] unix_listener {
   /// Binds `path` (a file it creates; an existing socket file is replaced)
   /// and listens. Throws std::system_error naming the path.
   static unix_listener listen(const std::string& path, int backlog = 1024);
+  /// As tcp_listener::accept, backing off when out of descriptors.
   tcp_stream accept(std::error_code& ec,
                     io::clock::time_point deadline = io::clock::time_point::max());
   tcp_stream accept();
