@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Drives http_server over loopback with bash's /dev/tcp: keep-alive,
 # pipelining, 404, Connection: close, 400 on malformed input (and the server
-# keeps serving others), a client that goes away mid-request, and a clean
+# keeps serving others), 431 and 413 over the limits, 400 for ambiguous
+# framing, a client that goes away mid-request, and a clean
 # stop on SIGTERM. Usage: behaviour_test.sh path/to/http_server
 set -euo pipefail
 source "$(dirname "$0")/../start_server.sh"
 static_dir=$(mktemp -d)
 head -c 3000 /dev/urandom | base64 -w 0 >"$static_dir/page.txt"
-start_server "$1" --port 0 --workers 2 --idle-timeout 2 --static "$static_dir"
+start_server "$1" --port 0 --workers 2 --idle-timeout 2 --static "$static_dir" --max-body-bytes 1000
 fail() { echo "FAIL: $*"; rm -rf "$static_dir"; exit 1; }
 
 # exchange REQUEST-BYTES: sends them on a new connection, prints everything
@@ -41,6 +42,25 @@ grep -q '404 Not Found' <<<"$r" || fail "a missing file must be 404: $r"
 r="$(exchange 'BLAH BLAH\r\n\r\n')"
 grep -q '400 Bad Request' <<<"$r" || fail "malformed input: want 400, got: $r"
 
+# Limits: headers over 32 KiB get 431, a body over --max-body-bytes 413
+# (declared or chunked), and the connection is closed.
+big=$(head -c 40000 /dev/zero | tr '\0' 'a')
+r="$(exchange "GET / HTTP/1.1\r\nHost: x\r\nX-Big: $big\r\n\r\n")"
+grep -q '^HTTP/1.1 431 ' <<<"$r" || fail "40 KB of headers: want 431, got: ${r:0:200}"
+r="$(exchange 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n')"
+grep -q '^HTTP/1.1 413 ' <<<"$r" || fail "a 5000-byte declared body: want 413, got: $r"
+chunk=$(head -c 1500 /dev/zero | tr '\0' 'b')
+r="$(exchange "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5dc\r\n$chunk\r\n0\r\n\r\n")"
+grep -q '^HTTP/1.1 413 ' <<<"$r" || fail "a 1500-byte chunked body: want 413, got: $r"
+# Request smuggling: both framings, or two lengths, are refused with 400.
+r="$(exchange 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')"
+grep -q '^HTTP/1.1 400 ' <<<"$r" || fail "Content-Length with Transfer-Encoding: want 400, got: $r"
+r="$(exchange 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde')"
+grep -q '^HTTP/1.1 400 ' <<<"$r" || fail "two Content-Lengths: want 400, got: $r"
+[ "$(grep -c '^HTTP/1.1' <<<"$r")" = 1 ] || fail "after a 400 the connection must close: $r"
+r="$(exchange 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc')"
+grep -q '200 OK' <<<"$r" || fail "a small body within the limit: $r"
+
 # A client that sends half a request and disappears costs nothing: the next
 # client is served at once.
 exec 4<>"/dev/tcp/127.0.0.1/$port"
@@ -51,4 +71,4 @@ grep -q '200 OK' <<<"$r" || fail "after a client left mid-request: $r"
 
 stop_server
 rm -rf "$static_dir"
-echo "http_server: keep-alive, pipelining, a static file, 404, 400, a vanished client, SIGTERM: all as expected"
+echo "http_server: keep-alive, pipelining, a static file, 404, 400, 431, 413, no smuggling, a vanished client, SIGTERM: all as expected"

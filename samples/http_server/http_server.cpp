@@ -8,7 +8,11 @@
 // only the fiber; names with '/' or a leading '.' are refused with 404);
 // anything else 404. Keep-alive and
 // pipelined requests (answered in order), "Connection: close" honoured,
-// malformed input answered with 400 and the connection closed. A request must
+// malformed input answered with 400 and the connection closed — a request with
+// both Content-Length and Transfer-Encoding, or two Content-Lengths, among it
+// (no request smuggling). Request line and headers over --max-header-bytes
+// (32 KiB, nginx's default) get 431, a body over --max-body-bytes (1 MiB) 413,
+// and the connection is closed. A request must
 // arrive whole within --idle-timeout seconds of its first byte, and a quiet
 // keep-alive connection is closed after it: a slow client costs nothing but a
 // parked fiber. --idle-timeout 0 turns the deadlines off. Prints "listening on HOST:PORT" once it accepts; SIGINT or
@@ -28,6 +32,8 @@ namespace {
 
 constexpr std::string_view kHello = "Hello, World!";
 std::string g_static_dir;  // --static: the directory behind /static/
+std::size_t g_max_header_bytes = 32 * 1024;   // --max-header-bytes
+std::size_t g_max_body_bytes = 1024 * 1024;   // --max-body-bytes
 
 /// The contents of /static/NAME, or nothing (no such file, a name that could
 /// leave the directory, no --static).
@@ -51,7 +57,23 @@ struct connection {
   std::string out;  // responses to write, in request order (pipelining)
   bool close = false;
   bool in_request = false;
+  std::size_t header_bytes = 0;  // request line and headers so far
+  std::size_t body_bytes = 0;
+  int refuse = 0;  // 431 or 413: the status the parser was stopped with
 };
+
+// A callback's verdict on a request over a limit: stop parsing, answer
+// `status`. (-1: on_headers_complete takes 1 to mean "no body", not an error.)
+int refuse(http_parser* p, int status) {
+  static_cast<connection*>(p->data)->refuse = status;
+  return -1;
+}
+
+int count_header_bytes(http_parser* p, std::size_t n) {
+  auto* c = static_cast<connection*>(p->data);
+  c->header_bytes += n;
+  return c->header_bytes > g_max_header_bytes ? refuse(p, 431) : 0;
+}
 
 void respond(connection& c, http_parser* p) {
   const bool keep = http_should_keep_alive(p) != 0 &&
@@ -77,13 +99,29 @@ const http_parser_settings& settings() {
       auto* c = static_cast<connection*>(p->data);
       c->url.clear();
       c->in_request = true;
+      c->header_bytes = 0;
+      c->body_bytes = 0;
       return 0;
     };
     v.on_url = [](http_parser* p, const char* at, std::size_t n) {
+      static_cast<connection*>(p->data)->url.append(at, n);
+      return count_header_bytes(p, n);
+    };
+    v.on_header_field = [](http_parser* p, const char*, std::size_t n) {
+      return count_header_bytes(p, n);
+    };
+    v.on_header_value = [](http_parser* p, const char*, std::size_t n) {
+      return count_header_bytes(p, n);
+    };
+    v.on_headers_complete = [](http_parser* p) {
+      // A declared length over the limit is refused before its body arrives.
+      const bool declared = (p->flags & F_CONTENTLENGTH) != 0;
+      return declared && p->content_length > g_max_body_bytes ? refuse(p, 413) : 0;
+    };
+    v.on_body = [](http_parser* p, const char*, std::size_t n) {  // chunked bodies too
       auto* c = static_cast<connection*>(p->data);
-      if (c->url.size() + n > 8192) return 1;  // an absurd URL: malformed
-      c->url.append(at, n);
-      return 0;
+      c->body_bytes += n;
+      return c->body_bytes > g_max_body_bytes ? refuse(p, 413) : 0;
     };
     v.on_message_complete = [](http_parser* p) {
       auto* c = static_cast<connection*>(p->data);
@@ -113,7 +151,15 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
     if (!c.in_request) request_deadline = tessera::samples::idle_deadline(idle);
     http_parser_execute(&parser, &settings(), buf, n);
     const bool bad = HTTP_PARSER_ERRNO(&parser) != HPE_OK && !c.close;
-    if (bad) {
+    if (c.refuse == 431) {
+      c.out +=
+          "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain\r\n"
+          "Content-Length: 31\r\nConnection: close\r\n\r\nRequest Header Fields Too Large";
+    } else if (c.refuse == 413) {
+      c.out +=
+          "HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain\r\nContent-Length: 17\r\n"
+          "Connection: close\r\n\r\nContent Too Large";
+    } else if (bad) {
       c.out +=
           "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 11\r\n"
           "Connection: close\r\n\r\nBad Request";
@@ -138,5 +184,11 @@ int main(int argc, char** argv) {
       [](CLI::App& app) {
         app.add_option("--static", g_static_dir, "Directory served under /static/")
             ->check(CLI::ExistingDirectory);
+        app.add_option("--max-header-bytes", g_max_header_bytes,
+                       "Request line and headers larger than this get 431")
+            ->capture_default_str()
+            ->check(CLI::PositiveNumber);
+        app.add_option("--max-body-bytes", g_max_body_bytes, "Bodies larger than this get 413")
+            ->capture_default_str();
       });
 }
