@@ -12,6 +12,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libboost-context-dev (>= 1.74), libhwloc-dev, liburing-dev, libunwind-dev, pkg-config")
+    "libboost-context-dev (>= 1.74), libhwloc-dev, liburing-dev, pkg-config")
+# Backtraces of parked fibers load libunwind at run time; without it, none.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libunwind8")
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -308,8 +308,8 @@ class worker {
   fiber_record* running() const noexcept { return running_.load(std::memory_order_relaxed); }
   std::uint64_t turns() const noexcept { return turns_.load(std::memory_order_relaxed); }
   fiber_record* current() const noexcept { return current_; }
-  /// The worker's OS thread (started by start()).
-  pthread_t native_thread() noexcept { return thread_.native_handle(); }
+  /// The worker's OS thread, once it runs (0 before): any thread.
+  pthread_t native_thread() const noexcept { return native_.load(std::memory_order_acquire); }
 
   // --- any thread ---
   void push_inbox(fiber_record* f);
@@ -404,6 +404,7 @@ class worker {
   std::uint32_t job_picks_ = 0;
   std::vector<unsigned> steal_order_;
   std::thread thread_;
+  std::atomic<pthread_t> native_{};  // pthread_self() of thread_, stored by it
 };
 
 class runtime_impl {

@@ -23,7 +23,8 @@
 #include <ostream>
 
 #if defined(__x86_64__)
-#include <libunwind.h>
+#include <dlfcn.h>
+#include <libunwind.h>  // types and constants only: the library is dlopen()ed
 #endif
 
 #include <backtrace.h>  // GCC's libbacktrace
@@ -75,20 +76,55 @@ int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, v
 
 int no_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
 
-unw_addr_space_t fiber_address_space() {
-  // One for the process: the accessors are stateless (the cursor's arg
-  // carries the fiber), and the space caches the call-frame tables it finds.
-  static const unw_addr_space_t space = [] {
-    unw_accessors_t acc = *unw_get_accessors(unw_local_addr_space);
+// libunwind, loaded on first use with RTLD_LOCAL rather than linked: linked,
+// libunwind.so (which libunwind-x86_64.so needs) exports the _Unwind_*
+// functions and so takes over every C++ exception's unwinding in the
+// program, and glibc's backtrace() besides. Loaded locally, it serves only
+// these calls; a program without it (Debian's libunwind8) gets no
+// backtraces and nothing else changes.
+struct libunwind_api {
+  decltype(&unw_get_accessors) get_accessors;
+  unw_addr_space_t* local_addr_space;
+  decltype(&unw_create_addr_space) create_addr_space;
+  decltype(&unw_set_caching_policy) set_caching_policy;
+  decltype(&unw_init_remote) init_remote;
+  decltype(&unw_get_reg) get_reg;
+  decltype(&unw_step) step;
+  unw_addr_space_t space;  // ours: see fiber_address_space()
+};
+
+template <class T>
+bool find(void* lib, const char* name, T& out) {
+  out = reinterpret_cast<T>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+const libunwind_api* libunwind() {
+  static const libunwind_api* const api = []() -> const libunwind_api* {
+    void* lib = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return nullptr;
+    static libunwind_api a{};
+    if (!find(lib, "_Ux86_64_get_accessors", a.get_accessors) ||
+        !find(lib, "_Ux86_64_local_addr_space", a.local_addr_space) ||
+        !find(lib, "_Ux86_64_create_addr_space", a.create_addr_space) ||
+        !find(lib, "_Ux86_64_set_caching_policy", a.set_caching_policy) ||
+        !find(lib, "_Ux86_64_init_remote", a.init_remote) ||
+        !find(lib, "_Ux86_64_get_reg", a.get_reg) || !find(lib, "_Ux86_64_step", a.step)) {
+      return nullptr;
+    }
+    // One address space for the process: the accessors are stateless (the
+    // cursor's arg carries the fiber), and it caches the call-frame tables.
+    unw_accessors_t acc = *a.get_accessors(*a.local_addr_space);
     acc.access_mem = access_mem;
     acc.access_reg = access_reg;
     acc.access_fpreg = no_fpreg;
     acc.resume = nullptr;
-    unw_addr_space_t s = unw_create_addr_space(&acc, 0);
-    unw_set_caching_policy(s, UNW_CACHE_GLOBAL);
-    return s;
+    a.space = a.create_addr_space(&acc, 0);
+    if (a.space == nullptr) return nullptr;
+    a.set_caching_policy(a.space, UNW_CACHE_GLOBAL);
+    return &a;
   }();
-  return space;
+  return api;
 }
 
 #endif
@@ -125,13 +161,15 @@ std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
         return 0;
       },
       &a.segments);
+  const libunwind_api* api = libunwind();
+  if (api == nullptr) return out;
   unw_cursor_t cursor;
-  if (unw_init_remote(&cursor, fiber_address_space(), &a) != 0) return out;
+  if (api->init_remote(&cursor, api->space, &a) != 0) return out;
   do {
     unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    if (api->get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
     out.push_back(ip);
-  } while (out.size() < max_frames && unw_step(&cursor) > 0);
+  } while (out.size() < max_frames && api->step(&cursor) > 0);
 #else
   (void)ctx, (void)stack_lo, (void)stack_hi, (void)max_frames;
 #endif

@@ -122,7 +122,7 @@ void runtime_impl::watchdog_main() {
   while (!watchdog_cv.wait_for(lock, step, [this] { return watchdog_stop; })) {
     if (stalls) {
       for (std::size_t i = 0; i < workers.size(); ++i) {
-        worker& w = *workers[i];
+        const worker& w = *workers[i];
         worker_watch& ww = watched[i];
         const std::uint64_t turns = w.turns();
         const fiber_record* f = w.running();
@@ -144,7 +144,9 @@ void runtime_impl::watchdog_main() {
                   "threshold "
                << opts.stall_threshold.count() << " ms)\n";
         // Where it is now: the worker's live stack, which a signal records.
-        write_backtrace(report, backtrace_of_thread(w.native_thread(), kStallBacktraceWait));
+        if (const pthread_t t = w.native_thread(); t != pthread_t{}) {
+          write_backtrace(report, backtrace_of_thread(t, kStallBacktraceWait));
+        }
         std::fputs(report.str().c_str(), stderr);
       }
     }

@@ -44,6 +44,7 @@ void worker::join() {
 }
 
 void worker::thread_main() {
+  native_.store(pthread_self(), std::memory_order_release);
   set_current_worker(this);
   thread_waiter_ = detail::thread_waiter();
   waiter_slot_ = &detail::current_waiter_slot();

@@ -240,7 +240,10 @@ TEST(Stats, CountEachWorkersRunsParksJobsAndIdleTime) {
     total.jobs_run += w.jobs_run;
     total.idle += w.idle;
   }
-  EXPECT_GE(total.parks, std::uint64_t{kFibers} * kParksEach);
+  // A sleep whose deadline has passed before it looks (a slow sanitizer
+  // build) does not park, so the sleeps give no exact count; joins, the
+  // task group's wait and idle job runners park as well.
+  EXPECT_GT(total.parks, 0u);
   EXPECT_GE(total.fibers_run, total.parks) << "each park is followed by a run";
   EXPECT_EQ(total.jobs_run, std::uint64_t{kJobs});
   EXPECT_GT(total.idle.count(), 0);

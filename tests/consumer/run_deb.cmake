@@ -21,7 +21,7 @@ endif()
 run(dpkg-deb -c ${debs})
 foreach(want IN ITEMS "usr/include/tessera/tessera.h" "usr/include/tessera/version.h"
                       "usr/include/tessera/config.h" "libtessera.a" "tesseraConfig.cmake"
-                      "tessera.pc")
+                      "tessera.pc" "usr/share/tessera/gdb/tessera-gdb.py")
   string(FIND "${last_output}" "${want}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the package lacks ${want}:\n${last_output}")

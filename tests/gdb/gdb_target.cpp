@@ -20,8 +20,10 @@ namespace {
 
 int main() {
   tessera::runtime rt({.workers = 1});
-  rt.run([] {
-    tessera::latch ready(3), gate(1);
+  // Outside the root fiber: the waiters still use `gate` after the root,
+  // having counted it down, returns.
+  tessera::latch ready(3), gate(1);
+  rt.run([&] {
     for (int i = 0; i < 3; ++i) {
       tessera::spawn([&, i] {
         tessera::this_fiber::set_name("waiter " + std::to_string(i));
