@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <tessera/mutex.h>
 #include <tessera/net.h>
 #include <tessera/runtime.h>
 
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "stats_table.h"
 
@@ -22,6 +24,60 @@ namespace tessera::samples {
 
 /// Set once SIGINT or SIGTERM arrived: handlers stop keeping connections alive.
 inline std::atomic<bool> g_stopping{false};
+
+/// One open connection, as the graceful stop sees it (Go's http.Server
+/// Shutdown): idle connections — waiting for a next request — are closed at
+/// once; a busy one finishes its request, answers it, and then closes.
+/// serve() calls begin_request() when a request's first bytes arrive and
+/// end_request() once it is answered.
+class connection {
+ public:
+  explicit connection(tessera::net::tcp_stream s) : stream(std::move(s)) {}
+  tessera::net::tcp_stream stream;
+  /// False if the server is stopping and has closed this idle connection:
+  /// the caller drops what it read and returns.
+  bool begin_request() noexcept {
+    int idle = kIdle;
+    return state_.compare_exchange_strong(idle, kBusy, std::memory_order_acq_rel);
+  }
+  /// False if the server is stopping: the caller closes the connection.
+  bool end_request() noexcept {
+    state_.store(kIdle, std::memory_order_release);
+    return !g_stopping.load(std::memory_order_acquire);
+  }
+  /// The stop's side: closes the connection if it is idle (any thread).
+  void close_if_idle() noexcept {
+    int idle = kIdle;
+    if (state_.compare_exchange_strong(idle, kClosing, std::memory_order_acq_rel)) {
+      stream.descriptor().interrupt();  // its read ends with operation_canceled
+    }
+  }
+
+ private:
+  static constexpr int kIdle = 0, kBusy = 1, kClosing = 2;
+  std::atomic<int> state_{kIdle};
+};
+
+/// Every open connection of the server, for the stop.
+class connection_set {
+ public:
+  void add(connection* c) {
+    std::lock_guard lock(mu_);
+    all_.push_back(c);
+  }
+  void remove(connection* c) {
+    std::lock_guard lock(mu_);
+    std::erase(all_, c);
+  }
+  void close_idle() {
+    std::lock_guard lock(mu_);
+    for (connection* c : all_) c->close_if_idle();
+  }
+
+ private:
+  tessera::mutex mu_;  // taken by fibers and by the signal thread alike
+  std::vector<connection*> all_;
+};
 
 /// `idle` from now, or no deadline at all when idle is 0 (--idle-timeout 0:
 /// what scripts/netbench.sh compares against, to price the timed waits).
@@ -33,8 +89,9 @@ inline tessera::io::clock::time_point idle_deadline(std::chrono::seconds idle) {
 /// Parses --host, --port, --workers and --idle-timeout (and what
 /// `more_options` adds), listens, prints
 /// "listening on HOST:PORT", and runs `serve(stream, idle)` in a fiber per
-/// connection until SIGINT or SIGTERM (then the listener closes and run()
-/// waits for the connections to finish). Returns main()'s exit code.
+/// connection until SIGINT or SIGTERM: then the listener closes, idle
+/// connections close, busy ones finish their request (see connection), and
+/// run() returns once all have gone. Returns main()'s exit code.
 template <class Serve>
 int serve_main(int argc, char** argv, const char* description, unsigned short default_port,
                unsigned default_idle_s, Serve serve,
@@ -65,6 +122,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   tessera::runtime rt({.workers = workers});
+  connection_set open;
   auto listener = std::make_shared<tessera::net::tcp_listener>(
       tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));
   std::printf("listening on %s\n", listener->local_endpoint().to_string().c_str());
@@ -74,6 +132,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
     sigwait(&set, &sig);
     g_stopping = true;
     listener->close();  // wakes the accept loop
+    open.close_idle();
   });
   rt.run([&] {
     for (;;) {
@@ -83,7 +142,16 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
         if (g_stopping) break;
         continue;  // e.g. a connection reset before it was accepted
       }
-      tessera::spawn(serve, std::move(s), std::chrono::seconds(idle_s));
+      tessera::spawn(
+          [&open, serve](tessera::net::tcp_stream stream, std::chrono::seconds idle) {
+            connection c(std::move(stream));
+            open.add(&c);
+            // A stop that came between the accept and add() missed this one.
+            if (g_stopping.load()) c.close_if_idle();
+            serve(c, idle);
+            open.remove(&c);
+          },
+          std::move(s), std::chrono::seconds(idle_s));
     }
   });
   signals.join();

@@ -16,17 +16,20 @@
 
 namespace {
 
-// One connection: echo until the peer closes, goes quiet for `idle`, or errs.
-void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
+// One connection: echo until the peer closes, goes quiet for `idle`, or errs
+// (or the server stops: what was read is echoed first).
+void serve(tessera::samples::connection& c, std::chrono::seconds idle) {
+  tessera::net::tcp_stream& s = c.stream;
   (void)s.set_no_delay(true);
   char buf[4096];  // an idle connection costs its fiber's touched stack: keep it small
   for (;;) {
     std::error_code ec;
     const auto deadline = tessera::samples::idle_deadline(idle);
     const std::size_t n = s.read_some(buf, sizeof buf, ec, deadline);
-    if (ec || n == 0) return;  // timed out, reset, closed, or end of stream
+    if (ec || n == 0) return;  // timed out, reset, closed, stopped, or end of stream
+    if (!c.begin_request()) return;
     s.write_all(buf, n, ec, deadline);
-    if (ec) return;
+    if (ec || !c.end_request()) return;
   }
 }
 

@@ -2,7 +2,7 @@
 # Drives http_server over loopback with bash's /dev/tcp: keep-alive,
 # pipelining, 404, Connection: close, 400 on malformed input (and the server
 # keeps serving others), 431 and 413 over the limits, 400 for ambiguous
-# framing, a client that goes away mid-request, and a clean
+# framing, a client that goes away mid-request, and a graceful
 # stop on SIGTERM. Usage: behaviour_test.sh path/to/http_server
 set -euo pipefail
 source "$(dirname "$0")/../start_server.sh"
@@ -69,6 +69,26 @@ exec 4>&-
 r="$(exchange 'GET / HTTP/1.0\r\n\r\n')"
 grep -q '200 OK' <<<"$r" || fail "after a client left mid-request: $r"
 
-stop_server
+# A graceful stop (SIGTERM): an idle keep-alive connection is closed at once;
+# a request in flight is answered, with "Connection: close", then closed.
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&5
+IFS= read -r -t 2 status <&5 || fail "keep-alive before the stop: no answer"
+exec 6<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET / HTTP/1.1\r\nHost: x\r\n' >&6  # half a request: in flight from here
+# The server must have read those bytes before the signal; nothing tells a
+# shell when it has, so give it a second.
+sleep 1
+kill -TERM "$pid"
+timeout 2 cat <&5 >/dev/null || fail "the idle connection was not closed at the stop"
+printf '\r\n' >&6
+r="$(timeout 3 cat <&6)"
+grep -q '200 OK' <<<"$r" || fail "the request in flight at the stop was not answered: $r"
+grep -q 'Connection: close' <<<"$r" || fail "the answer during the stop must close: $r"
+exec 5>&- 6>&-
+for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "the server did not stop on SIGTERM"
+wait "$pid" || true
+grep -q stopped "$out" || fail "the server did not stop cleanly"
 rm -rf "$static_dir"
-echo "http_server: keep-alive, pipelining, a static file, 404, 400, 431, 413, no smuggling, a vanished client, SIGTERM: all as expected"
+echo "http_server: keep-alive, pipelining, a static file, 404, 400, 431, 413, no smuggling, a vanished client, a graceful SIGTERM: all as expected"

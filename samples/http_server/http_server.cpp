@@ -134,7 +134,8 @@ const http_parser_settings& settings() {
   return s;
 }
 
-void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
+void serve(tessera::samples::connection& conn, std::chrono::seconds idle) {
+  tessera::net::tcp_stream& s = conn.stream;
   (void)s.set_no_delay(true);
   connection c;
   http_parser parser;
@@ -147,8 +148,11 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
     // A request in progress has until its deadline; a quiet connection `idle`.
     const auto deadline = c.in_request ? request_deadline : tessera::samples::idle_deadline(idle);
     const std::size_t n = s.read_some(buf, sizeof buf, ec, deadline);
-    if (ec || n == 0) return;  // timed out, reset, closed, or end of stream
-    if (!c.in_request) request_deadline = tessera::samples::idle_deadline(idle);
+    if (ec || n == 0) return;  // timed out, reset, closed, stopped, or end of stream
+    if (!c.in_request) {
+      request_deadline = tessera::samples::idle_deadline(idle);
+      if (!conn.begin_request()) return;  // the server stopped while we were idle
+    }
     http_parser_execute(&parser, &settings(), buf, n);
     const bool bad = HTTP_PARSER_ERRNO(&parser) != HPE_OK && !c.close;
     if (c.refuse == 431) {
@@ -171,8 +175,23 @@ void serve(tessera::net::tcp_stream s, std::chrono::seconds idle) {
     }
     if (bad || c.close) {
       (void)s.shutdown(SHUT_WR);
+      // A refused request may still be arriving. Closing with unread input
+      // makes the kernel send a reset, which can reach the client before it
+      // has read our answer; so read on, and drop, what it sends until it
+      // closes too — at most 1 MiB or 2 s (nginx's lingering close).
+      if (bad) {
+        const auto linger = tessera::io::clock::now() + std::chrono::seconds(2);
+        for (std::size_t drained = 0; drained < (std::size_t{1} << 20);) {
+          const std::size_t got = s.read_some(buf, sizeof buf, ec, linger);
+          if (ec || got == 0) break;
+          drained += got;
+        }
+      }
       return;
     }
+    // Between requests: idle again (a stop now closes us, and respond()
+    // already answered with "Connection: close" if it came before).
+    if (!c.in_request && !conn.end_request()) return;
   }
 }
 
