@@ -46,7 +46,9 @@ std::error_code connect_on(io::descriptor& d, const sockaddr* to, socklen_t size
 // Out of descriptors or kernel memory: the listener can do nothing until a
 // connection closes somewhere, so accept backs off instead of failing.
 bool out_of_resources(std::error_code ec) noexcept {
-  if (ec.category() != std::system_category()) return false;
+  // By address: libstdc++'s category classes are hidden, and UBSan's vptr
+  // check rejects a member call (operator!=) on them.
+  if (&ec.category() != &std::system_category()) return false;
   const int e = ec.value();
   return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 }
@@ -78,7 +80,10 @@ tcp_stream accept_on(io::descriptor& d, std::error_code& ec, io::clock::time_poi
     if (deadline <= now) return {};  // ec says what stopped us
     const bool capped = deadline - now <= backoff;
     const std::error_code waited = d.wait_writable(capped ? deadline : now + backoff);
-    if (waited && waited != std::errc::timed_out) {
+    // (Compared by category address and value, as out_of_resources does.)
+    const bool timed_out =
+        &waited.category() == &std::generic_category() && waited.value() == ETIMEDOUT;
+    if (waited && !timed_out) {
       ec = waited;  // closed, or interrupted
       return {};
     }

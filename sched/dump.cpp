@@ -54,17 +54,6 @@ std::string duration(double s) {
   return text;
 }
 
-}  // namespace
-
-namespace {
-
-// The saved context and stack of a parked fiber: written by its worker at a
-// switch without synchronising with the dump (a snapshot; backtrace_of
-// tolerates a stale one), so read past the sanitizers.
-__attribute__((no_sanitize("thread"))) const void* racy_read(const void* const* p) noexcept {
-  return *static_cast<const void* const volatile*>(p);
-}
-
 // The fiber (or thread) that holds what `f` waits for, where that is known.
 void find_holder(const fiber_record* f, seen_fiber& out) {
   if (out.kind == nullptr) return;
@@ -107,11 +96,8 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     seen_fiber& seen = fibers.back();
     find_holder(f, seen);
     if (backtraces && seen.parked) {
-      const void* map = racy_read(reinterpret_cast<const void* const*>(&f->stack.map));
-      const std::size_t size = reinterpret_cast<std::size_t>(
-          racy_read(reinterpret_cast<const void* const*>(&f->stack.map_size)));
-      seen.stack = backtrace_of(racy_read(reinterpret_cast<const void* const*>(&f->ctx)), map,
-                                static_cast<const char*>(map) + size);
+      const stack_mem stack = f->stack_snapshot();
+      seen.stack = backtrace_of(f->context_snapshot(), stack.bottom(), stack.top());
     }
   }
   return fibers;

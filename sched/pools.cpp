@@ -117,6 +117,18 @@ void fiber_record::set_name(std::string_view n) noexcept {
   for (std::size_t i = 0; i < len; ++i) name[i].store(n[i], std::memory_order_relaxed);
 }
 
+// Not instrumented: the owner writes these at a switch or a start without
+// synchronising with a diagnostic reader, which takes what it finds.
+__attribute__((no_sanitize("thread"))) stack_mem fiber_record::stack_snapshot() const noexcept {
+  const volatile stack_mem* s = &stack;
+  return stack_mem{s->map, s->map_size, s->guard};
+}
+
+__attribute__((no_sanitize("thread"))) const void* fiber_record::context_snapshot()
+    const noexcept {
+  return *static_cast<const void* const volatile*>(static_cast<const void*>(&ctx));
+}
+
 std::string fiber_record::get_name() const {
   std::string out;
   for (const auto& c : name) {

@@ -170,6 +170,10 @@ struct fiber_record {
   std::array<std::atomic<char>, 48> name{};
   void set_name(std::string_view n) noexcept;
   std::string get_name() const;
+  /// Its stack and saved context, read from another thread without
+  /// synchronising with the owner (for diagnostics, which tolerate stale ones).
+  stack_mem stack_snapshot() const noexcept;
+  const void* context_snapshot() const noexcept;
 };
 
 /// Every fiber record ever made (records are never freed), for the dump.

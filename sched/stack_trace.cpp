@@ -131,24 +131,22 @@ const libunwind_api* libunwind() {
 
 }  // namespace
 
-std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
-                                         const void* stack_hi, std::size_t max_frames) {
+std::vector<std::uintptr_t> backtrace_from(const register_set& r, const void* stack_lo,
+                                           const void* stack_hi, std::size_t max_frames) {
   std::vector<std::uintptr_t> out;
 #if defined(__x86_64__)
-  if (ctx == nullptr) return out;
   unwind_arg a;
   a.stack_lo = reinterpret_cast<std::uintptr_t>(stack_lo);
   a.stack_hi = reinterpret_cast<std::uintptr_t>(stack_hi);
-  const auto sp = reinterpret_cast<std::uintptr_t>(ctx);
-  if (sp < a.stack_lo || sp + context_layout::frame_size > a.stack_hi) return out;
-  a.regs[UNW_X86_64_R12] = read_word(sp + context_layout::r12);
-  a.regs[UNW_X86_64_R13] = read_word(sp + context_layout::r13);
-  a.regs[UNW_X86_64_R14] = read_word(sp + context_layout::r14);
-  a.regs[UNW_X86_64_R15] = read_word(sp + context_layout::r15);
-  a.regs[UNW_X86_64_RBX] = read_word(sp + context_layout::rbx);
-  a.regs[UNW_X86_64_RBP] = read_word(sp + context_layout::rbp);
-  a.regs[UNW_X86_64_RIP] = read_word(sp + context_layout::rip);
-  a.regs[UNW_X86_64_RSP] = sp + context_layout::frame_size;
+  if (r.rsp < a.stack_lo || r.rsp >= a.stack_hi) return out;
+  a.regs[UNW_X86_64_R12] = r.r12;
+  a.regs[UNW_X86_64_R13] = r.r13;
+  a.regs[UNW_X86_64_R14] = r.r14;
+  a.regs[UNW_X86_64_R15] = r.r15;
+  a.regs[UNW_X86_64_RBX] = r.rbx;
+  a.regs[UNW_X86_64_RBP] = r.rbp;
+  a.regs[UNW_X86_64_RIP] = r.rip;
+  a.regs[UNW_X86_64_RSP] = r.rsp;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {
         auto* segs = static_cast<std::vector<segment>*>(data);
@@ -171,9 +169,33 @@ std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
     out.push_back(ip);
   } while (out.size() < max_frames && api->step(&cursor) > 0);
 #else
-  (void)ctx, (void)stack_lo, (void)stack_hi, (void)max_frames;
+  (void)r, (void)stack_lo, (void)stack_hi, (void)max_frames;
 #endif
   return out;
+}
+
+std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
+                                         const void* stack_hi, std::size_t max_frames) {
+#if !defined(__x86_64__)
+  (void)ctx, (void)stack_lo, (void)stack_hi, (void)max_frames;
+  return {};
+#else
+  const auto sp = reinterpret_cast<std::uintptr_t>(ctx);
+  if (ctx == nullptr || sp < reinterpret_cast<std::uintptr_t>(stack_lo) ||
+      sp + context_layout::frame_size > reinterpret_cast<std::uintptr_t>(stack_hi)) {
+    return {};
+  }
+  register_set r;
+  r.r12 = read_word(sp + context_layout::r12);
+  r.r13 = read_word(sp + context_layout::r13);
+  r.r14 = read_word(sp + context_layout::r14);
+  r.r15 = read_word(sp + context_layout::r15);
+  r.rbx = read_word(sp + context_layout::rbx);
+  r.rbp = read_word(sp + context_layout::rbp);
+  r.rip = read_word(sp + context_layout::rip);
+  r.rsp = sp + context_layout::frame_size;
+  return backtrace_from(r, stack_lo, stack_hi, max_frames);
+#endif
 }
 
 namespace {

@@ -26,6 +26,17 @@ struct context_layout {
                                rbp = 0x30, rip = 0x38, frame_size = 0x40;
 };
 
+/// The registers an unwind starts from (x86-64's callee-saved ones, the
+/// stack pointer and the instruction pointer).
+struct register_set {
+  std::uintptr_t rip = 0, rsp = 0, rbp = 0, rbx = 0, r12 = 0, r13 = 0, r14 = 0, r15 = 0;
+};
+
+/// As backtrace_of, from a register set (a signal's ucontext: the stall
+/// report's running fiber, whose stack may change under the walk).
+std::vector<std::uintptr_t> backtrace_from(const register_set& r, const void* stack_lo,
+                                           const void* stack_hi, std::size_t max_frames = 48);
+
 /// The code addresses of a switched-out context's frames, innermost first
 /// (the first is where it resumes), at most `max_frames` of them. The walk
 /// (libunwind, with the binaries' DWARF call-frame information) reads memory

@@ -1,7 +1,6 @@
 // sched/stall_backtrace.cpp — see stall_backtrace.h.
 #include "stall_backtrace.h"
 
-#include <execinfo.h>
 #include <signal.h>
 #include <ucontext.h>
 
@@ -12,16 +11,12 @@
 namespace tessera::sched {
 namespace {
 
-constexpr int kMaxFrames = 64;
-
-// One request at a time (guarded by `mu`): the target fills `frames`.
+// One request at a time (guarded by `mu`): the target fills `regs`.
 struct request {
   std::mutex mu;
   std::atomic<pthread_t> target{};
   std::atomic<int> state{0};  // 0 idle, 1 asked, 2 answered
-  void* frames[kMaxFrames];
-  int count = 0;
-  std::uintptr_t pc = 0;  // the interrupted instruction
+  register_set regs;
 };
 request& the_request() {
   static auto* r = new request;  // leaked: a late signal may still read it
@@ -34,9 +29,12 @@ void on_sigurg(int sig, siginfo_t* info, void* uc) {
   request& r = the_request();
   if (r.state.load(std::memory_order_acquire) == 1 &&
       pthread_equal(r.target.load(std::memory_order_relaxed), pthread_self()) != 0) {
-    r.count = backtrace(r.frames, kMaxFrames);
 #if defined(__x86_64__)
-    r.pc = static_cast<std::uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+    const greg_t* g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
+    r.regs = {static_cast<std::uintptr_t>(g[REG_RIP]), static_cast<std::uintptr_t>(g[REG_RSP]),
+              static_cast<std::uintptr_t>(g[REG_RBP]), static_cast<std::uintptr_t>(g[REG_RBX]),
+              static_cast<std::uintptr_t>(g[REG_R12]), static_cast<std::uintptr_t>(g[REG_R13]),
+              static_cast<std::uintptr_t>(g[REG_R14]), static_cast<std::uintptr_t>(g[REG_R15])};
 #endif
     r.state.store(2, std::memory_order_release);
     return;
@@ -53,8 +51,6 @@ void on_sigurg(int sig, siginfo_t* info, void* uc) {
 void install_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    void* warm[1];
-    backtrace(warm, 1);  // loads the unwinder now, not inside the handler
     struct sigaction sa {};
     sa.sa_sigaction = on_sigurg;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -65,35 +61,24 @@ void install_once() {
 
 }  // namespace
 
-std::vector<std::uintptr_t> backtrace_of_thread(pthread_t thread,
+std::optional<register_set> registers_of_thread(pthread_t thread,
                                                 std::chrono::milliseconds timeout) {
   install_once();
   request& r = the_request();
   std::lock_guard lock(r.mu);
   r.target.store(thread, std::memory_order_relaxed);
   r.state.store(1, std::memory_order_release);
-  std::vector<std::uintptr_t> out;
   if (pthread_kill(thread, SIGURG) == 0) {
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (r.state.load(std::memory_order_acquire) != 2 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   // Withdraw the request; a handler already past its check still finishes.
-  int expected = 1;
-  if (!r.state.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
-    // Answered: the frames from the interrupted instruction on (the
-    // handler's own and the signal trampoline's come first).
-    int first = 0;
-    for (int i = 0; i < r.count; ++i) {
-      if (reinterpret_cast<std::uintptr_t>(r.frames[i]) == r.pc) {
-        first = i;
-        break;
-      }
-    }
-    for (int i = first; i < r.count; ++i) out.push_back(reinterpret_cast<std::uintptr_t>(r.frames[i]));
-    r.state.store(0, std::memory_order_relaxed);
-  }
-  return out;
+  int asked = 1;
+  if (r.state.compare_exchange_strong(asked, 0, std::memory_order_acq_rel)) return std::nullopt;
+  const register_set regs = r.regs;
+  r.state.store(0, std::memory_order_relaxed);
+  return regs;
 }
 
 }  // namespace tessera::sched

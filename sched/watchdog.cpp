@@ -143,9 +143,13 @@ void runtime_impl::watchdog_main() {
                << " ms without parking or yielding (the worker's other fibers wait meanwhile; "
                   "threshold "
                << opts.stall_threshold.count() << " ms)\n";
-        // Where it is now: the worker's live stack, which a signal records.
+        // Where it is now: the worker's live registers, which a signal
+        // takes, and from them its stack (read as it may still change).
         if (const pthread_t t = w.native_thread(); t != pthread_t{}) {
-          write_backtrace(report, backtrace_of_thread(t, kStallBacktraceWait));
+          if (const auto regs = registers_of_thread(t, kStallBacktraceWait)) {
+            const stack_mem stack = f->stack_snapshot();
+            write_backtrace(report, backtrace_from(*regs, stack.bottom(), stack.top()));
+          }
         }
         std::fputs(report.str().c_str(), stderr);
       }
