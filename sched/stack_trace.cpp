@@ -259,31 +259,27 @@ std::string text_of(const code_level& l) {
   return l.function + " at " + basename_of(l.file) + ":" + std::to_string(l.line);
 }
 
-}  // namespace
-
-std::vector<std::string> describe_code(std::uintptr_t pc, bool return_address) {
-  std::vector<std::string> out;
-  for (const code_level& l : levels_of(pc - (return_address ? 1 : 0))) out.push_back(text_of(l));
-  if (out.empty()) {
-    char addr[32];
-    std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(pc));
-    out.emplace_back(addr);
-  }
-  return out;
+std::string bare_address(std::uintptr_t pc) {
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(pc));
+  return addr;
 }
+
+}  // namespace
 
 std::string describe_call_site(std::uintptr_t pc) {
   // The spawn templates are inlined into their caller, so the innermost
   // levels may be code of tessera/runtime.h: the first level that is not
   // names the user's line.
   constexpr std::string_view ours = "tessera/runtime.h";
-  for (const code_level& l : levels_of(pc - 1)) {
+  const std::vector<code_level> levels = levels_of(pc - 1);
+  for (const code_level& l : levels) {
     const std::string_view file(l.file);
     if (file.size() < ours.size() || file.substr(file.size() - ours.size()) != ours) {
       return text_of(l);
     }
   }
-  return describe_code(pc).back();
+  return levels.empty() ? bare_address(pc) : text_of(levels.back());
 }
 
 namespace {
@@ -342,11 +338,7 @@ void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
   std::vector<code_level> frames;  // every inlined level, innermost first
   for (std::size_t i = 0; i < trace.size(); ++i) {
     std::vector<code_level> levels = levels_of(trace[i] - 1);
-    if (levels.empty()) {
-      char addr[32];
-      std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(trace[i]));
-      levels.push_back({addr, "", 0});
-    }
+    if (levels.empty()) levels.push_back({bare_address(trace[i]), "", 0});
     frames.insert(frames.end(), levels.begin(), levels.end());
   }
   // As Go hides its runtime's frames: from the top, the runtime's own frames

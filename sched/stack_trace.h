@@ -46,18 +46,16 @@ std::vector<std::uintptr_t> backtrace_from(const register_set& r, const void* st
 std::vector<std::uintptr_t> backtrace_of(const void* ctx, const void* stack_lo,
                                          const void* stack_hi, std::size_t max_frames = 48);
 
-/// "function at file:line" for a code address (a return address is looked up
-/// one byte back, inside its call), one string per inlined level, innermost
-/// first; "function+0x1c" without debug information; else the bare address.
-/// Never empty.
-std::vector<std::string> describe_code(std::uintptr_t pc, bool return_address = true);
-/// The function and line a return address returns into: the outermost level
-/// of describe_code (the user's call, not an inlined template of ours).
+/// "function at file:line" of the call a return address returns from (looked
+/// up one byte back, inside the call), at its first inlined level outside
+/// tessera/runtime.h — the user's line, not an inlined spawn template of
+/// ours; "function+0x1c" without debug information; else the bare address.
 std::string describe_call_site(std::uintptr_t pc);
 
-/// Writes the frames of `trace` worth a reader's eye, one per line after
-/// `indent`: the scheduler's own frames on top (the switch, park) and the
-/// fiber's entry trampoline at the bottom are left out.
+/// Writes the frames of `trace`, every inlined level, one per line after
+/// `indent`, as Go's tracebacks do: the runtime's own frames on top are left
+/// out but for the public call among them (tessera::mutex::lock), and so is
+/// what called the fiber's body at the bottom.
 void write_backtrace(std::ostream& os, const std::vector<std::uintptr_t>& trace,
                      std::string_view indent = "    ");
 

@@ -12,11 +12,13 @@
 // both Content-Length and Transfer-Encoding, or two Content-Lengths, among it
 // (no request smuggling). Request line and headers over --max-header-bytes
 // (32 KiB, nginx's default) get 431, a body over --max-body-bytes (1 MiB) 413,
-// and the connection is closed. A request must
-// arrive whole within --idle-timeout seconds of its first byte, and a quiet
-// keep-alive connection is closed after it: a slow client costs nothing but a
-// parked fiber. --idle-timeout 0 turns the deadlines off. Prints "listening on HOST:PORT" once it accepts; SIGINT or
-// SIGTERM close the listener and let in-flight requests finish.
+// and the connection is closed (after draining what the client still sends).
+// A request must arrive whole within --idle-timeout seconds of its first byte,
+// and a quiet keep-alive connection is closed after it: a slow client costs
+// nothing but a parked fiber. --idle-timeout 0 turns the deadlines off. Prints
+// "listening on HOST:PORT" once it accepts. SIGINT or SIGTERM stop it
+// gracefully: the listener and the idle connections close at once, requests
+// in flight are answered (with "Connection: close") and then closed.
 #include <http_parser.h>
 #include <tessera/net.h>
 
