@@ -544,13 +544,20 @@ TEST(Scheduler, AWorkerWokenFromDeepSleepWakesTheOtherOnceItFillsItsRunnext) {
   rt.start();
   for (int round = 0; round < 5; ++round) {
     latch started(2);
-    std::atomic<bool> b_ran{false};
+    std::atomic<bool> b_arrived{false}, b_ran{false};
     auto b = rt.submit([&] {
+      b_arrived = true;
       started.arrive_and_wait();
       b_ran = true;
     });
     // b parks in the latch; then both workers go to sleep, and deep once
     // neither is busy (a sleeper that watched re-checks every millisecond).
+    // Wait for b to run first: until a worker has woken for it, the count
+    // of deep sleepers may still include that worker, and a submitted now
+    // could arrive first and be woken by b — no runnext steal to see.
+    for (const auto give_up = clock::now() + 10s; !b_arrived.load() && clock::now() < give_up;) {
+      std::this_thread::sleep_for(100us);
+    }
     for (const auto give_up = clock::now() + 10s;
          rt.stats().deep_sleeping_workers < 2 && clock::now() < give_up;) {
       std::this_thread::sleep_for(100us);
