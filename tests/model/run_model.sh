@@ -35,11 +35,11 @@ check() {  # $1: label, rest: pan command line
   local out
   out="$("$@" 2>&1)"
   echo "$label: $(echo "$out" | grep -E 'states, stored' | head -1 | xargs)"
-  if echo "$out" | grep -qE 'errors: [1-9]|max search depth too small'; then
+  if grep -qE 'errors: [1-9]|max search depth too small' <<<"$out"; then
     echo "$out"
     exit 1
   fi
-  echo "$out" | grep -q 'errors: 0' || { echo "$out"; exit 1; }
+  grep -q 'errors: 0' <<<"$out" || { echo "$out"; exit 1; }
 }
 model="${1:-wait_chain}"
 # run LABEL pass|fail SPIN-OPTIONS...: model-checks $model.pml exhaustively
@@ -63,7 +63,7 @@ run() {
   else
     local out
     out="$(./pan "${pan_flags[@]}" 2>&1 || true)"
-    if echo "$out" | grep -qE 'errors: [1-9]'; then
+    if grep -qE 'errors: [1-9]' <<<"$out"; then
       echo "$label: caught ($(echo "$out" | grep -E '^pan:1' | head -1))"
     else
       echo "$out"; echo "$label: the mutation was NOT caught"; exit 1
