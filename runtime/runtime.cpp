@@ -162,10 +162,8 @@ std::string runtime::describe() const {
 runtime::statistics runtime::stats() const {
   statistics s;
   s.fibers_started = impl_->fibers_started.load(std::memory_order_relaxed);
-  s.steals = impl_->steals.load(std::memory_order_relaxed);
   s.runnext_steals = impl_->runnext_steals.load(std::memory_order_relaxed);
   s.remote_wakeups = impl_->remote_wakeups.load(std::memory_order_relaxed);
-  s.worker_sleeps = impl_->worker_sleeps.load(std::memory_order_relaxed);
   s.sleeping_workers = static_cast<unsigned>(impl_->sleepers.load(std::memory_order_relaxed));
   s.deep_sleeping_workers =
       static_cast<unsigned>(impl_->deep_sleepers.load(std::memory_order_relaxed));
@@ -173,10 +171,11 @@ runtime::statistics runtime::stats() const {
   for (unsigned i = 0; i < impl_->opts.workers; ++i) {
     const detail::worker_counters& c = impl_->counters[i];
     constexpr auto r = std::memory_order_relaxed;
-    const std::uint64_t parks = c.parks.load(r);
-    s.per_worker.push_back({parks + c.yields.load(r) + c.finishes.load(r), parks, c.steals.load(r),
-                            c.sleeps.load(r), std::chrono::nanoseconds(c.idle_ns.load(r)),
-                            c.io_events.load(r), c.jobs_run.load(r)});
+    s.per_worker.push_back({c.runs(), c.parks.load(r), c.steals.load(r), c.sleeps.load(r),
+                            std::chrono::nanoseconds(c.idle_ns.load(r)), c.io_events.load(r),
+                            c.jobs_run.load(r)});
+    s.steals += s.per_worker.back().steals;
+    s.worker_sleeps += s.per_worker.back().sleeps;
   }
   return s;
 }

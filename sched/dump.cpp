@@ -54,10 +54,15 @@ std::string duration(double s) {
   return text;
 }
 
+// A join names the fiber it waits for (its detail): that one is the holder.
+bool is_join(const seen_fiber& f) noexcept {
+  return f.kind != nullptr && std::string_view(f.kind) == "join of fiber";
+}
+
 // The fiber (or thread) that holds what `f` waits for, where that is known.
 void find_holder(const fiber_record* f, seen_fiber& out) {
   if (out.kind == nullptr) return;
-  if (std::string_view(out.kind) == "join of fiber" && out.detail > 0) {
+  if (is_join(out) && out.detail > 0) {
     out.holder = static_cast<std::uint64_t>(out.detail);
     return;
   }
@@ -130,7 +135,7 @@ void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers) {
       how += ", " + (lo == hi ? hi : lo + " to " + hi);
     }
     const seen_fiber& first = *g.front();
-    if (first.holder != 0 && std::string_view(first.kind) != "join of fiber") {
+    if (first.holder != 0 && !is_join(first)) {
       how += ", held by fiber " + std::to_string(first.holder);
     } else if (first.held_by_thread) {
       how += ", held by a thread";
@@ -187,7 +192,7 @@ std::size_t write_wait_cycles(std::ostream& os, const std::vector<seen_fiber>& f
         os << "  fiber " << w.id;
         if (!w.name.empty()) os << " \"" << w.name << '"';
         os << " waits for " << describe(w);
-        if (std::string_view(w.kind) != "join of fiber") os << " held by fiber " << w.holder;
+        if (!is_join(w)) os << " held by fiber " << w.holder;
         os << '\n';
       }
     }
@@ -228,7 +233,7 @@ void runtime_impl::dump(std::ostream& os) const {
     os << "] queued: " << w->deque_.size_hint() << " fibers"
        << (w->runnext_.load(r) != nullptr ? " + runnext" : "") << ", " << jobs
        << " jobs; since start: "
-       << c.parks.load(r) + c.yields.load(r) + c.finishes.load(r) << " runs, " << c.parks.load(r)
+       << c.runs() << " runs, " << c.parks.load(r)
        << " parks, " << c.steals.load(r) << " steals, " << c.sleeps.load(r) << " sleeps, "
        << c.io_events.load(r) << " I/O events\n";
   }

@@ -70,7 +70,6 @@ fiber_record* worker::idle() {
         rt.deep_sleepers.fetch_sub(1, std::memory_order_relaxed);
         deep_.store(false, std::memory_order_relaxed);
       }
-      rt.worker_sleeps.fetch_add(1, std::memory_order_relaxed);
       worker_counters::add(counters.sleeps);
       if (trace != nullptr) trace->add(trace_kind::sleep_begin);
       const auto next = rt.next_deadline.load(std::memory_order_seq_cst);

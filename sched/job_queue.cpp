@@ -70,7 +70,6 @@ job_node* worker::take_job() noexcept {
       auto& d = rt.workers[v]->jobs_[p];
       if (d.looks_empty()) continue;
       if (job_node* t = d.steal()) {
-        rt.steals.fetch_add(1, std::memory_order_relaxed);
         worker_counters::add(counters.steals);
         return t;
       }

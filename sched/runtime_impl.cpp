@@ -64,7 +64,7 @@ runtime_impl::~runtime_impl() {
 }
 
 void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function body,
-                              bool is_joinable, worker* home, bool counted) {
+                              bool is_joinable, worker* home, bool counted, std::uintptr_t site) {
   f->stack = stack;
 #if TESSERA_ASAN
   // A pooled stack may carry poison from frames its previous fiber left by an
@@ -95,7 +95,7 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   ++f->w.generation;  // a new owner of a possibly recycled record
   f->listed_id.store(f->id, std::memory_order_relaxed);
   f->listed_runner.store(!counted, std::memory_order_relaxed);
-  f->created_at.store(0, std::memory_order_relaxed);
+  f->created_at.store(site, std::memory_order_relaxed);
   f->name[0].store('\0', std::memory_order_relaxed);
   f->listed_in.store(this, std::memory_order_release);
   if (counted) {
@@ -114,8 +114,7 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
     w.recycle(f);
     throw;
   }
-  init_fiber(f, stack, std::move(body), is_joinable, &w);
-  f->created_at.store(site, std::memory_order_relaxed);
+  init_fiber(f, stack, std::move(body), is_joinable, &w, true, site);
   if (w.trace != nullptr) w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
   w.push_local(f);
   return f;
@@ -239,8 +238,7 @@ fiber_record* runtime_impl::spawn_from_anywhere(unique_function body, bool joina
   }
   fiber_record* f = new_record();
   try {
-    init_fiber(f, stacks.take(), std::move(body), joinable, nullptr);
-    f->created_at.store(site, std::memory_order_relaxed);
+    init_fiber(f, stacks.take(), std::move(body), joinable, nullptr, true, site);
   } catch (...) {
     std::vector<fiber_record*> one{f};
     pool_records(one);

@@ -241,6 +241,11 @@ struct alignas(64) worker_counters {
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  /// Fiber runs that ended (runtime::worker_statistics::fibers_run).
+  std::uint64_t runs() const noexcept {
+    constexpr auto r = std::memory_order_relaxed;
+    return parks.load(r) + yields.load(r) + finishes.load(r);
+  }
 };
 
 class runtime_impl;
@@ -328,6 +333,11 @@ class worker {
   /// Records a switch from `from` to `to` (trace on).
   [[gnu::noinline]] void trace_switch(const fiber_record* from, const fiber_record* to,
                                       post_action act) noexcept;
+  /// After taking fiber `f` from worker `from`.
+  void note_steal(const fiber_record* f, unsigned from) noexcept {
+    worker_counters::add(counters.steals);
+    if (trace != nullptr) trace->add(trace_kind::steal, f->id, from);
+  }
   /// After a poll of the I/O poller that delivered `ready` events.
   void note_io(int ready) noexcept {
     if (ready <= 0) return;
@@ -432,8 +442,9 @@ class runtime_impl {
   void join_workers() noexcept;
   /// `counted`: whether the fiber counts in `live` (run() and stop() wait for
   /// it); runner fibers do not — the jobs they run do.
+  /// `site`: fiber_record::created_at.
   void init_fiber(fiber_record* f, stack_mem stack, unique_function body, bool joinable,
-                  worker* home, bool counted = true);
+                  worker* home, bool counted = true, std::uintptr_t site = 0);
   /// Makes a woken fiber runnable (see the header comment for where it goes).
   void schedule_woken(fiber_record* f) noexcept;  // pick.h
   /// schedule_woken() from anywhere but a fiber of this runtime (`cur` is the
@@ -536,8 +547,8 @@ class runtime_impl {
   std::atomic<bool> started{false};     // start()ed and not yet stop()ped
   std::atomic<int> remote_inflight{0};  // remote wakers still inside schedule_woken()
   waiter* run_waiter = nullptr;
-  std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, worker_sleeps{0}, steals{0},
-      runnext_steals{0};
+  // (Steals and sleeps are counted per worker: worker_counters.)
+  std::atomic<std::uint64_t> fibers_started{0}, remote_wakeups{0}, runnext_steals{0};
 };
 
 /// Drops one reference; the last one returns the record to the pool.

@@ -288,6 +288,16 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+// Functions of the runtime's insides, by name: the scheduler, the primitives'
+// details, the park façade, the switch.
+bool internal_name(std::string_view f) {
+  for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
+                                "fiber_park", "jump_fcontext", "make_fcontext"}) {
+    if (starts_with(f, ours)) return true;
+  }
+  return false;
+}
+
 // Code of the runtime itself: the scheduler, the primitives' insides, the
 // park façade — by name, or (with debug information) by source file: the
 // library's own sources and installed headers, but not its samples and tests.
@@ -299,10 +309,7 @@ bool internal(const code_level& l) {
       f.find("_FUN") != std::string_view::npos) {
     return false;
   }
-  for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
-                                "fiber_park", "jump_fcontext", "make_fcontext"}) {
-    if (starts_with(f, ours)) return true;
-  }
+  if (internal_name(f)) return true;
   // A template's demangled name may begin with its return type.
   if (f.substr(0, 40).find(" tessera::detail::") != std::string_view::npos) return true;
   const std::string_view file(l.file);
@@ -317,8 +324,7 @@ bool internal(const code_level& l) {
 // The public face of the runtime (tessera::mutex::lock, tessera::fiber::join):
 // the one internal frame worth showing, on top.
 bool public_entry(const code_level& l) {
-  return starts_with(l.function, "tessera::") && !starts_with(l.function, "tessera::detail::") &&
-         !starts_with(l.function, "tessera::sched::") && !starts_with(l.function, "tessera::park");
+  return starts_with(l.function, "tessera::") && !internal_name(l.function);
 }
 
 // What runs the fiber's body: std::invoke, std::apply and our wrappers.

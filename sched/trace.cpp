@@ -129,13 +129,27 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
         open.pop_back();
       }
     };
+    // A job or sleep slice: opened; closed if it is still the innermost.
+    auto begin_slice = [&](const char* name, const char* cat, std::int64_t ts) {
+      open.emplace_back(name);
+      out.event('B', name, tid, ts, std::string("\"cat\":\"") + cat + '"');
+    };
+    auto end_slice = [&](const char* name, std::int64_t ts) {
+      if (!open.empty() && open.back() == name) close_to(open.size() - 1, ts);
+    };
+    // An instant about fiber e.a, with e.b under `key`.
+    auto instant = [&](const char* name, const trace_event& e, const char* key) {
+      out.event('i', name, tid, e.ts_ns,
+                "\"cat\":\"fiber\",\"s\":\"t\",\"args\":{\"fiber\":" + std::to_string(e.a) + ",\"" +
+                    key + "\":" + std::to_string(e.b) + "}");
+    };
     for (const auto& e : per[wi]) {
       last = e.ts_ns;
-      const std::string ids = "\"args\":{\"fiber\":" + std::to_string(e.a);
       switch (e.kind) {
         case trace_kind::run_begin:
           open.push_back(fiber_title(e.a));
-          out.event('B', open.back(), tid, e.ts_ns, "\"cat\":\"fiber\"," + ids + "}");
+          out.event('B', open.back(), tid, e.ts_ns,
+                    "\"cat\":\"fiber\",\"args\":{\"fiber\":" + std::to_string(e.a) + "}");
           break;
         case trace_kind::run_end: {
           // Close this fiber's run, and a job it parked in (the job's own end
@@ -150,22 +164,19 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
           break;
         }
         case trace_kind::job_begin:
-          open.emplace_back("job");
-          out.event('B', "job", tid, e.ts_ns, "\"cat\":\"job\"");
+          begin_slice("job", "job", e.ts_ns);
           break;
         case trace_kind::job_end:
-          if (!open.empty() && open.back() == "job") close_to(open.size() - 1, e.ts_ns);
+          end_slice("job", e.ts_ns);
           break;
         case trace_kind::sleep_begin:
-          open.emplace_back("sleep");
-          out.event('B', "sleep", tid, e.ts_ns, "\"cat\":\"worker\"");
+          begin_slice("sleep", "worker", e.ts_ns);
           break;
         case trace_kind::sleep_end:
-          if (!open.empty() && open.back() == "sleep") close_to(open.size() - 1, e.ts_ns);
+          end_slice("sleep", e.ts_ns);
           break;
         case trace_kind::unpark: {
-          out.event('i', "unpark", tid, e.ts_ns,
-                    "\"cat\":\"fiber\",\"s\":\"t\"," + ids + ",\"by\":" + std::to_string(e.b) + "}");
+          instant("unpark", e, "by");
           // The arrow to the woken fiber's next run, if the trace holds it.
           const auto it = runs.find(e.a);
           if (it == runs.end()) break;
@@ -178,12 +189,10 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
           break;
         }
         case trace_kind::steal:
-          out.event('i', "steal", tid, e.ts_ns,
-                    "\"cat\":\"fiber\",\"s\":\"t\"," + ids + ",\"from_worker\":" + std::to_string(e.b) + "}");
+          instant("steal", e, "from_worker");
           break;
         case trace_kind::create:
-          out.event('i', "create", tid, e.ts_ns,
-                    "\"cat\":\"fiber\",\"s\":\"t\"," + ids + ",\"by\":" + std::to_string(e.b) + "}");
+          instant("create", e, "by");
           break;
         case trace_kind::io_ready:
           out.event('i', "I/O ready", tid, e.ts_ns,

@@ -136,9 +136,7 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
 fiber_record* worker::steal() {
   for (unsigned v : steal_order_) {
     if (fiber_record* f = rt.workers[v]->deque_.steal()) {
-      rt.steals.fetch_add(1, std::memory_order_relaxed);
-      worker_counters::add(counters.steals);
-      if (trace != nullptr) trace->add(trace_kind::steal, f->id, v);
+      note_steal(f, v);
       return f;
     }
   }
@@ -177,9 +175,7 @@ fiber_record* worker::steal_stale_runnext() {
     seen.fiber = nullptr;
     if (victim.runnext_.compare_exchange_strong(f, nullptr, std::memory_order_acq_rel,
                                                 std::memory_order_relaxed)) {
-      rt.steals.fetch_add(1, std::memory_order_relaxed);
-      worker_counters::add(counters.steals);
-      if (trace != nullptr) trace->add(trace_kind::steal, f->id, v);
+      note_steal(f, v);
       rt.runnext_steals.fetch_add(1, std::memory_order_relaxed);
       return f;
     }

@@ -204,7 +204,7 @@ class runtime {
 
   /// One worker's counters since construction (statistics::per_worker).
   struct worker_statistics {
-    std::uint64_t fibers_run = 0;  // runs that ended: parked, yielded or finished (a fiber runs many times)
+    std::uint64_t fibers_run = 0;  // runs that ended: a park, a yield or the end
     std::uint64_t parks = 0;       // times a fiber parked and switched out
     std::uint64_t steals = 0;      // fibers and jobs it took from other workers
     std::uint64_t sleeps = 0;      // times it went to sleep (futex or poller)
@@ -218,10 +218,10 @@ class runtime {
   /// the runtime has stopped, and may lag by a few events while it runs.
   struct statistics {
     std::uint64_t fibers_started = 0;
-    std::uint64_t steals = 0;          // fibers taken from another worker (deque or runnext)
+    std::uint64_t steals = 0;          // fibers and jobs taken from others (the workers' sum)
     std::uint64_t runnext_steals = 0;  // of those, from a stale runnext slot
     std::uint64_t remote_wakeups = 0;  // unparks that went through an inbox
-    std::uint64_t worker_sleeps = 0;   // times a worker went to sleep on its futex
+    std::uint64_t worker_sleeps = 0;   // times a worker went to sleep (the workers' sum)
     unsigned sleeping_workers = 0;     // workers asleep right now
     unsigned deep_sleeping_workers = 0;  // of those, asleep without watching runnext slots
     std::size_t timer_entries = 0;  // timer heap entries, with those of waits that ended early
