@@ -13,12 +13,12 @@ inline void print_stats(const runtime::statistics& s) {
               "sleeps", "idle ms", "I/O events", "jobs run");
   runtime::worker_statistics total;
   auto row = [](const char* name, const runtime::worker_statistics& w) {
-    std::printf("%-7s %12llu %12llu %9llu %9llu %10.1f %11llu %10llu\n", name,
-                static_cast<unsigned long long>(w.fibers_run),
-                static_cast<unsigned long long>(w.parks), static_cast<unsigned long long>(w.steals),
-                static_cast<unsigned long long>(w.sleeps), static_cast<double>(w.idle.count()) / 1e6,
-                static_cast<unsigned long long>(w.io_events),
-                static_cast<unsigned long long>(w.jobs_run));
+    std::printf(
+        "%-7s %12llu %12llu %9llu %9llu %10.1f %11llu %10llu\n", name,
+        static_cast<unsigned long long>(w.fibers_run), static_cast<unsigned long long>(w.parks),
+        static_cast<unsigned long long>(w.steals), static_cast<unsigned long long>(w.sleeps),
+        static_cast<double>(w.idle.count()) / 1e6, static_cast<unsigned long long>(w.io_events),
+        static_cast<unsigned long long>(w.jobs_run));
   };
   for (std::size_t i = 0; i < s.per_worker.size(); ++i) {
     const auto& w = s.per_worker[i];

@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "stack_trace.h"
 #include "scheduler.h"
+#include "stack_trace.h"
 
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 

@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "stack_trace.h"
 #include "internal.h"
+#include "stack_trace.h"
 
 namespace tessera::sched {
 namespace {
@@ -71,7 +71,8 @@ void find_holder(const fiber_record* f, seen_fiber& out) {
   const waiter* h = slot->load(std::memory_order_relaxed);
   if (h == nullptr) return;
   if (h->ops == &fiber_park_ops) {
-    out.holder = static_cast<const fiber_record*>(h->context)->listed_id.load(std::memory_order_relaxed);
+    out.holder =
+        static_cast<const fiber_record*>(h->context)->listed_id.load(std::memory_order_relaxed);
   } else {
     out.held_by_thread = true;
   }
@@ -90,14 +91,21 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
     const std::int64_t since = f->w.wait.since_ns.load(std::memory_order_relaxed);
     fibers.push_back(
-        {f, f->listed_id.load(std::memory_order_relaxed),
+        {f,
+         f->listed_id.load(std::memory_order_relaxed),
          f->listed_runner.load(std::memory_order_relaxed),
-         state == kParkedState || state == kParkedTimedState, kind,
+         state == kParkedState || state == kParkedTimedState,
+         kind,
          f->w.wait.object.load(std::memory_order_relaxed),
-         f->w.wait.detail.load(std::memory_order_relaxed), since,
+         f->w.wait.detail.load(std::memory_order_relaxed),
+         since,
          f->parks.load(std::memory_order_relaxed),
          kind != nullptr && since > 0 ? static_cast<double>(now_ns - since) * 1e-9 : 0.0,
-         f->get_name(), f->created_at.load(std::memory_order_relaxed), 0, false, {}});
+         f->get_name(),
+         f->created_at.load(std::memory_order_relaxed),
+         0,
+         false,
+         {}});
     seen_fiber& seen = fibers.back();
     find_holder(f, seen);
     if (backtraces && seen.parked) {
@@ -232,10 +240,9 @@ void runtime_impl::dump(std::ostream& os) const {
     const worker_counters& c = w->counters;
     os << "] queued: " << w->deque_.size_hint() << " fibers"
        << (w->runnext_.load(r) != nullptr ? " + runnext" : "") << ", " << jobs
-       << " jobs; since start: "
-       << c.runs() << " runs, " << c.parks.load(r)
-       << " parks, " << c.steals.load(r) << " steals, " << c.sleeps.load(r) << " sleeps, "
-       << c.io_events.load(r) << " I/O events\n";
+       << " jobs; since start: " << c.runs() << " runs, " << c.parks.load(r) << " parks, "
+       << c.steals.load(r) << " steals, " << c.sleeps.load(r) << " sleeps, " << c.io_events.load(r)
+       << " I/O events\n";
   }
   std::size_t global_jobs_queued = 0;
   for (const auto& q : global_jobs) global_jobs_queued += q.size_hint();

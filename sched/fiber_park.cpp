@@ -99,7 +99,8 @@ void worker::switch_to(fiber_record* next, post_action act) {
   next->last_worker.store(this, std::memory_order_relaxed);
   const bool to_sched = next == &sched_rec_;
   count_turn(to_sched ? nullptr : next);
-  if (trace != nullptr) [[unlikely]] trace_switch(from, next, act);
+  if (trace != nullptr) [[unlikely]]
+    trace_switch(from, next, act);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
   before_switch(from->san, next->san, act == post_action::finish);
@@ -201,8 +202,8 @@ void worker::trace_switch(const fiber_record* from, const fiber_record* to,
     trace_end why = trace_end::parked;
     if (act == post_action::yield) why = trace_end::yielded;
     if (act == post_action::finish) why = trace_end::finished;
-    const char* on = why == trace_end::parked ? from->w.wait.kind.load(std::memory_order_relaxed)
-                                               : nullptr;
+    const char* on =
+        why == trace_end::parked ? from->w.wait.kind.load(std::memory_order_relaxed) : nullptr;
     trace->add(trace_kind::run_end, from->id, static_cast<std::uint64_t>(why), on);
   }
   if (to != &sched_rec_) trace->add(trace_kind::run_begin, to->id);

@@ -116,10 +116,11 @@ fiber_record* worker::idle() {
     }
     spin = woken;
   }
-  worker_counters::add(counters.idle_ns,
-                       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                      steady::now() - idle_since)
-                                                      .count()));
+  worker_counters::add(
+      counters.idle_ns,
+      static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - idle_since)
+              .count()));
   if (f == nullptr) return nullptr;
   rt.busy.fetch_add(1, std::memory_order_seq_cst);
   // A deep sleeper is needed only to watch our runnext slot, so the wake-up

@@ -124,8 +124,7 @@ __attribute__((no_sanitize("thread"))) stack_mem fiber_record::stack_snapshot() 
   return stack_mem{s->map, s->map_size, s->guard};
 }
 
-__attribute__((no_sanitize("thread"))) const void* fiber_record::context_snapshot()
-    const noexcept {
+__attribute__((no_sanitize("thread"))) const void* fiber_record::context_snapshot() const noexcept {
   return *static_cast<const void* const volatile*>(static_cast<const void*>(&ctx));
 }
 

@@ -115,7 +115,8 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
     throw;
   }
   init_fiber(f, stack, std::move(body), is_joinable, &w, true, site);
-  if (w.trace != nullptr) w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
+  if (w.trace != nullptr)
+    w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
   w.push_local(f);
   return f;
 }

@@ -88,13 +88,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <iosfwd>
 #include <cstdint>
-#include <string>
-#include <string_view>
 #include <exception>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -196,7 +196,7 @@ struct seen_fiber {
   // Who holds what it waits for, where the primitive knows (a mutex's owner
   // with TESSERA_CHECKS, the fiber a join waits for): a fiber's id, or 0.
   std::uint64_t holder = 0;
-  bool held_by_thread = false;  // the holder is an OS thread, not a fiber
+  bool held_by_thread = false;        // the holder is an OS thread, not a fiber
   std::vector<std::uintptr_t> stack;  // its backtrace, when asked for
   int running_on = -1;                // the worker running it right now (the dump), or -1
   bool same_wait(const seen_fiber& o) const noexcept {
@@ -230,13 +230,13 @@ struct timer_entry {
 struct alignas(64) worker_counters {
   // Fiber runs that ended, by how: the switch itself counts nothing (a
   // count there cost every park a dozen instructions more, under callgrind).
-  std::atomic<std::uint64_t> parks{0};     // the fiber parked (or a job runner went idle)
-  std::atomic<std::uint64_t> yields{0};    // it yielded to another fiber
-  std::atomic<std::uint64_t> finishes{0};  // it finished
-  std::atomic<std::uint64_t> steals{0};      // fibers and jobs taken from other workers
-  std::atomic<std::uint64_t> sleeps{0};      // times it went to sleep
-  std::atomic<std::uint64_t> idle_ns{0};     // time in the idle phases (spin and sleep)
-  std::atomic<std::uint64_t> io_events{0};   // descriptor readiness events it delivered
+  std::atomic<std::uint64_t> parks{0};      // the fiber parked (or a job runner went idle)
+  std::atomic<std::uint64_t> yields{0};     // it yielded to another fiber
+  std::atomic<std::uint64_t> finishes{0};   // it finished
+  std::atomic<std::uint64_t> steals{0};     // fibers and jobs taken from other workers
+  std::atomic<std::uint64_t> sleeps{0};     // times it went to sleep
+  std::atomic<std::uint64_t> idle_ns{0};    // time in the idle phases (spin and sleep)
+  std::atomic<std::uint64_t> io_events{0};  // descriptor readiness events it delivered
   std::atomic<std::uint64_t> jobs_run{0};
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

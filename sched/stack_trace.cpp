@@ -74,7 +74,9 @@ int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, v
   return 0;
 }
 
-int no_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
+int no_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) {
+  return -UNW_EBADREG;
+}
 
 // libunwind, loaded on first use with RTLD_LOCAL rather than linked: linked,
 // libunwind.so (which libunwind-x86_64.so needs) exports the _Unwind_*
@@ -203,8 +205,8 @@ namespace {
 backtrace_state* symbolizer() {
   // One for the process, thread-safe (libbacktrace's threaded mode); it
   // reads each binary's DWARF once, on first use.
-  static backtrace_state* const state =
-      backtrace_create_state(nullptr, /*threaded=*/1, [](void*, const char*, int) {}, nullptr);
+  static backtrace_state* const state = backtrace_create_state(
+      nullptr, /*threaded=*/1, [](void*, const char*, int) {}, nullptr);
   return state;
 }
 
@@ -243,7 +245,8 @@ std::vector<code_level> levels_of(std::uintptr_t at) {
   // No debug information: the symbol table, as function+offset.
   backtrace_syminfo(
       symbolizer(), at,
-      [](void* data, std::uintptr_t addr, const char* symbol, std::uintptr_t start, std::uintptr_t) {
+      [](void* data, std::uintptr_t addr, const char* symbol, std::uintptr_t start,
+         std::uintptr_t) {
         if (symbol == nullptr) return;
         char offset[32];
         std::snprintf(offset, sizeof offset, "+%#llx",

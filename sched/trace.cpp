@@ -57,9 +57,12 @@ std::string escaped(const std::string& s) {
 
 const char* end_reason(std::uint64_t b) {
   switch (static_cast<trace_end>(b)) {
-    case trace_end::parked: return "parked";
-    case trace_end::yielded: return "yielded";
-    default: return "finished";
+    case trace_end::parked:
+      return "parked";
+    case trace_end::yielded:
+      return "yielded";
+    default:
+      return "finished";
   }
 }
 
@@ -71,8 +74,8 @@ class json_writer {
   void event(char ph, const std::string& name, unsigned tid, std::int64_t ts,
              const std::string& more = {}) {
     char head[160];
-    std::snprintf(head, sizeof head, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,", first_ ? "" : ",\n",
-                  ph, tid, static_cast<double>(ts - origin_) / 1e3);
+    std::snprintf(head, sizeof head, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,",
+                  first_ ? "" : ",\n", ph, tid, static_cast<double>(ts - origin_) / 1e3);
     first_ = false;
     os_ << head << "\"name\":\"" << escaped(name) << '"';
     if (!more.empty()) os_ << ',' << more;
@@ -109,7 +112,8 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
   std::map<std::uint64_t, std::vector<std::pair<std::int64_t, unsigned>>> runs;
   for (std::size_t w = 0; w < per.size(); ++w)
     for (const auto& e : per[w])
-      if (e.kind == trace_kind::run_begin) runs[e.a].emplace_back(e.ts_ns, static_cast<unsigned>(w));
+      if (e.kind == trace_kind::run_begin)
+        runs[e.a].emplace_back(e.ts_ns, static_cast<unsigned>(w));
   for (auto& [id, r] : runs) std::sort(r.begin(), r.end());
 
   os << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
@@ -180,8 +184,8 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
           // The arrow to the woken fiber's next run, if the trace holds it.
           const auto it = runs.find(e.a);
           if (it == runs.end()) break;
-          const auto next = std::upper_bound(it->second.begin(), it->second.end(),
-                                             std::make_pair(e.ts_ns, 0u));
+          const auto next =
+              std::upper_bound(it->second.begin(), it->second.end(), std::make_pair(e.ts_ns, 0u));
           if (next == it->second.end()) break;
           const std::string id = "\"cat\":\"wake\",\"id\":" + std::to_string(++flow);
           out.event('s', "wake", tid, e.ts_ns, id);
@@ -195,8 +199,9 @@ void write_trace_json(std::ostream& os, const std::vector<const trace_ring*>& ri
           instant("create", e, "by");
           break;
         case trace_kind::io_ready:
-          out.event('i', "I/O ready", tid, e.ts_ns,
-                    "\"cat\":\"io\",\"s\":\"t\",\"args\":{\"descriptors\":" + std::to_string(e.b) + "}");
+          out.event(
+              'i', "I/O ready", tid, e.ts_ns,
+              "\"cat\":\"io\",\"s\":\"t\",\"args\":{\"descriptors\":" + std::to_string(e.b) + "}");
           break;
       }
     }

@@ -17,14 +17,14 @@
 namespace tessera::sched {
 
 enum class trace_kind : std::uint8_t {
-  run_begin,     // a = the fiber now running
-  run_end,       // a = the fiber, b = why (trace_end), text = what it parked on
-  unpark,        // a = the woken fiber, b = the waker (0: not a fiber)
-  steal,         // a = the stolen fiber, b = the worker it came from
-  create,        // a = the new fiber, b = its creator (0: not a fiber)
-  sleep_begin,   // the worker goes to sleep
+  run_begin,    // a = the fiber now running
+  run_end,      // a = the fiber, b = why (trace_end), text = what it parked on
+  unpark,       // a = the woken fiber, b = the waker (0: not a fiber)
+  steal,        // a = the stolen fiber, b = the worker it came from
+  create,       // a = the new fiber, b = its creator (0: not a fiber)
+  sleep_begin,  // the worker goes to sleep
   sleep_end,
-  io_ready,      // b = how many descriptors became ready
+  io_ready,  // b = how many descriptors became ready
   job_begin,
   job_end,
 };

@@ -20,8 +20,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "stack_trace.h"
 #include "internal.h"
+#include "stack_trace.h"
 #include "stall_backtrace.h"
 
 #if TESSERA_ASAN

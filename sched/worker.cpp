@@ -25,7 +25,8 @@ worker::worker(runtime_impl& r, unsigned i)
       index(i),
       counters(r.counters[i]),
       trace(r.traces.empty() ? nullptr : r.traces[i].get()),
-      sightings_(r.opts.workers), steal_order_(r.topo.steal_order(i)) {
+      sightings_(r.opts.workers),
+      steal_order_(r.topo.steal_order(i)) {
   fired_.reserve(16);
 }
 

@@ -134,7 +134,7 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_TRUE(has(text, "tessera: runtime dump: 2 workers")) << text;
   EXPECT_TRUE(has(text, "worker 0 [")) << text;
   EXPECT_TRUE(has(text, "2 fibers [latch ")) << "two fibers on one latch from one spawn group:\n"
-                                              << text;
+                                             << text;
   EXPECT_TRUE(has(text, "] created at ")) << text;
 
   gate.count_down();
@@ -198,7 +198,8 @@ TEST(Dump, ShowsEachParkedFibersNameAndBacktrace) {
     return has(text, "\"conn 127.0.0.1:5512\" [latch 0x");
   })) << text;
   EXPECT_TRUE(has(text, "parked_in_named_function")) << text;
-  EXPECT_FALSE(has(text, "tessera::sched::worker::switch_to")) << "scheduler frames shown:\n" << text;
+  EXPECT_FALSE(has(text, "tessera::sched::worker::switch_to")) << "scheduler frames shown:\n"
+                                                               << text;
   gate.count_down();
   rt.stop();
 }

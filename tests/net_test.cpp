@@ -443,12 +443,14 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffAndTheServerServesOn) {
         ADD_FAILURE() << "accept: " << ec.message();
         return;
       }
-      tessera::spawn([&served](tcp_stream conn) {
-        char c = 0;
-        std::error_code rec;
-        if (conn.read_some(&c, 1, rec) == 1) served.fetch_add(1);
-        this_fiber::sleep_for(10ms);  // then it closes, freeing a descriptor
-      }, std::move(s));
+      tessera::spawn(
+          [&served](tcp_stream conn) {
+            char c = 0;
+            std::error_code rec;
+            if (conn.read_some(&c, 1, rec) == 1) served.fetch_add(1);
+            this_fiber::sleep_for(10ms);  // then it closes, freeing a descriptor
+          },
+          std::move(s));
     }
   });
   server.get();

@@ -204,13 +204,13 @@ class runtime {
 
   /// One worker's counters since construction (statistics::per_worker).
   struct worker_statistics {
-    std::uint64_t fibers_run = 0;  // runs that ended: a park, a yield or the end
-    std::uint64_t parks = 0;       // times a fiber parked and switched out
-    std::uint64_t steals = 0;      // fibers and jobs it took from other workers
-    std::uint64_t sleeps = 0;      // times it went to sleep (futex or poller)
+    std::uint64_t fibers_run = 0;      // runs that ended: a park, a yield or the end
+    std::uint64_t parks = 0;           // times a fiber parked and switched out
+    std::uint64_t steals = 0;          // fibers and jobs it took from other workers
+    std::uint64_t sleeps = 0;          // times it went to sleep (futex or poller)
     std::chrono::nanoseconds idle{0};  // time spent idle: spinning for work and asleep
-    std::uint64_t io_events = 0;   // descriptor readiness events it delivered
-    std::uint64_t jobs_run = 0;    // jobs (tessera/jobs.h) it ran
+    std::uint64_t io_events = 0;       // descriptor readiness events it delivered
+    std::uint64_t jobs_run = 0;        // jobs (tessera/jobs.h) it ran
   };
 
   /// Counters since construction (for tests, benchmarks and the samples'

@@ -34,8 +34,8 @@ namespace {
 
 constexpr std::string_view kHello = "Hello, World!";
 std::string g_static_dir;  // --static: the directory behind /static/
-std::size_t g_max_header_bytes = 32 * 1024;   // --max-header-bytes
-std::size_t g_max_body_bytes = 1024 * 1024;   // --max-body-bytes
+std::size_t g_max_header_bytes = 32 * 1024;  // --max-header-bytes
+std::size_t g_max_body_bytes = 1024 * 1024;  // --max-body-bytes
 
 /// The contents of /static/NAME, or nothing (no such file, a name that could
 /// leave the directory, no --static).

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <string>
 
-extern "C" [[gnu::noinline]] void tessera_gdb_ready() { asm volatile("" ::: "memory"); }
+extern "C" [[gnu::noinline]] void tessera_gdb_ready() {
+  asm volatile("" ::: "memory");
+}
 
 namespace {
 
