@@ -108,9 +108,14 @@ descriptor& descriptor::operator=(descriptor&& o) noexcept {
 }
 
 descriptor::~descriptor() {
-  if (desc_ == nullptr) return;
   // Not close(): no shutdown here, so that close(2) below does what the
   // socket's options say (an abortive close with SO_LINGER 0 sends its RST).
+  const int fd = release();
+  if (fd >= 0) ::close(fd);
+}
+
+int descriptor::release() noexcept {
+  if (desc_ == nullptr) return -1;
   if (!desc_->desc->closing.load(std::memory_order_acquire)) {
     tessera::sched::close_io(*desc_->desc);
   }
@@ -118,7 +123,7 @@ descriptor::~descriptor() {
   tessera::sched::free_poll_desc(desc_->desc);
   delete desc_;
   desc_ = nullptr;
-  ::close(fd);
+  return fd;
 }
 
 int descriptor::native_handle() const noexcept {

@@ -78,6 +78,10 @@ class descriptor {
   /// Wakes every waiter with io::error::closed; later calls fail the same
   /// way. Idempotent; any thread or fiber.
   void close() noexcept;
+  /// Gives the descriptor number up without closing it: wakes waiters as
+  /// close() does, forgets the descriptor, and returns its number (-1 if none).
+  /// For sockets another library owns and closes (libpq's, OpenSSL's).
+  int release() noexcept;
 
   /// Go's SetDeadline / SetReadDeadline / SetWriteDeadline: the deadline of
   /// every later call that has none of its own. clock::time_point::max(): none.
