@@ -34,6 +34,9 @@ class connection {
  public:
   explicit connection(tessera::net::tcp_stream s) : stream(std::move(s)) {}
   tessera::net::tcp_stream stream;
+  /// The socket the stop interrupts, when a layer over `stream` (TLS) has
+  /// taken it over. Call between begin_request() and end_request() only.
+  void set_socket(tessera::io::descriptor& d) noexcept { socket_ = &d; }
   /// False if the server is stopping and has closed this idle connection:
   /// the caller drops what it read and returns.
   bool begin_request() noexcept {
@@ -49,13 +52,14 @@ class connection {
   void close_if_idle() noexcept {
     int idle = kIdle;
     if (state_.compare_exchange_strong(idle, kClosing, std::memory_order_acq_rel)) {
-      stream.descriptor().interrupt();  // its read ends with operation_canceled
+      socket_->interrupt();  // its read ends with operation_canceled
     }
   }
 
  private:
   static constexpr int kIdle = 0, kBusy = 1, kClosing = 2;
   std::atomic<int> state_{kIdle};
+  tessera::io::descriptor* socket_ = &stream.descriptor();
 };
 
 /// Every open connection of the server, for the stop.
