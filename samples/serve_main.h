@@ -99,7 +99,8 @@ inline tessera::io::clock::time_point idle_deadline(std::chrono::seconds idle) {
 template <class Serve>
 int serve_main(int argc, char** argv, const char* description, unsigned short default_port,
                unsigned default_idle_s, Serve serve,
-               const std::function<void(CLI::App&)>& more_options = {}) {
+               const std::function<void(CLI::App&)>& more_options = {},
+               const std::function<void()>& after_run = {}) {
   CLI::App app{description};
   std::string host = "127.0.0.1";
   unsigned short port = default_port;
@@ -158,6 +159,9 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
           std::move(s), std::chrono::seconds(idle_s));
     }
   });
+  // Resources of the program's own that hold sockets (a database pool) go
+  // while the runtime that polls them is still there.
+  if (after_run) after_run();
   signals.join();
   std::printf("stopped\n");
   if (stats) print_stats(rt.stats());
