@@ -23,7 +23,11 @@ case "$cmd" in
   start)
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
-    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    if [ "$(id -u)" -eq 0 ]; then
+      chown postgres: "$dir"
+      runuser -u postgres -- test -w "$dir" ||
+        { echo "postgres.sh: the postgres user cannot reach $dir (a parent is not searchable)" >&2; exit 1; }
+    fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     as_owner "$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; exit 1; }

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# TechEmpower's six test types side by side, against one private PostgreSQL
+# (scripts/postgres.sh, TechEmpower's schema): samples/tfb_server beside Go's
+# net/http + database/sql + lib/pq and fasthttp + the same database code
+# (bench/peers/tfb). Each server has one core's worth of threads (1 worker,
+# GOMAXPROCS=1) and a pool of 16 database connections; wrk (1 thread) drives
+# each type at 64 and 256 connections (plaintext pipelined 16 deep, as
+# TechEmpower does). The database, the server and wrk share the 2 cores, so
+# beside each figure comes where the run's CPU went: the server's, the
+# database's and wrk's CPU seconds, read from /proc/PID/stat.
+#   scripts/tfbbench.sh [--seconds S] [--quick]     (default 5 s per point)
+# Writes out/tfbbench.csv and out/tfbbench.png; prints the table with ratios.
+# Installs what is missing (postgresql, golang-go, lib/pq, fasthttp, wrk).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=5
+while (($#)); do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --quick) seconds=2; shift ;;
+    *) echo "tfbbench.sh: unknown option $1 (try --seconds S or --quick)"; exit 2 ;;
+  esac
+done
+scripts/setup.sh
+missing=()
+for p in wrk golang-go golang-github-lib-pq-dev golang-github-valyala-fasthttp-dev gnuplot-nox; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "tfbbench.sh: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)" --target tfb_server >/dev/null
+ulimit -n 65536 2>/dev/null || true
+mkdir -p out
+work="$(mktemp -d)"
+chmod 755 "$work"  # the database runs as the postgres user, inside it
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  scripts/postgres.sh stop "$work/pg" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The Go peers, built offline from Debian's Go packages (GOPATH mode).
+mkdir -p "$work/gopath/src"
+ln -s "$PWD/bench/peers/tfb" "$work/gopath/src/tfbpeer"
+for p in nethttp fasthttp; do
+  (cd "$work/gopath/src/tfbpeer" && GOPATH="$work/gopath:/usr/share/gocode" GO111MODULE=off \
+     GOFLAGS= GOCACHE="$work/gocache" go build -o "$work/tfb_$p" "./$p")
+done
+
+echo "tfbbench: starting PostgreSQL"
+db=$(scripts/postgres.sh start "$work/pg")
+postmaster=$(head -1 "$work/pg/data/postmaster.pid")
+
+start() {  # name, port, command...
+  local name="$1" port="$2"; shift 2
+  "$@" >"$work/$name.out" 2>&1 &
+  pids+=($!)
+  declare -g "pid_$name=$!"
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "tfbbench.sh: $name did not start on port $port"; cat "$work/$name.out"; exit 1
+}
+start tessera 18090 build/release/samples/tfb_server --port 18090 --workers 1 --db "$db" --db-pool 16
+GOMAXPROCS=1 start nethttp 18091 "$work/tfb_nethttp" -port 18091 -db "$db" -pool 16
+GOMAXPROCS=1 start fasthttp 18092 "$work/tfb_fasthttp" -port 18092 -db "$db" -pool 16
+servers=(tessera nethttp fasthttp)
+declare -A port=([tessera]=18090 [nethttp]=18091 [fasthttp]=18092)
+types=(plaintext json db "queries?queries=20" fortunes "updates?queries=20")
+
+# Every server answers every type before anything is measured.
+for s in "${servers[@]}"; do
+  for t in "${types[@]}"; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${port[$s]}/$t")
+    [ "$code" = 200 ] || { echo "tfbbench.sh: $s answered /$t with $code"; exit 1; }
+  done
+done
+
+cat >"$work/pipeline.lua" <<'LUA'
+-- 16 requests per write, as TechEmpower's plaintext test sends them.
+init = function(args)
+  local r = {}
+  for i = 1, 16 do r[i] = wrk.format(nil, wrk.path) end
+  req = table.concat(r)
+end
+request = function() return req end
+LUA
+
+cpu() {  # utime+stime in clock ticks of a process (all its threads)
+  awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+db_cpu() {  # the postmaster and its children
+  local t=0 c
+  for c in "$postmaster" $(pgrep -P "$postmaster"); do t=$((t + $(cpu "$c"))); done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+csv=out/tfbbench.csv
+echo "server,type,connections,requests_per_s,server_cpu_s,db_cpu_s,wrk_cpu_s,seconds" >"$csv"
+total=$((${#servers[@]} * ${#types[@]} * 2)); n=0
+for t in "${types[@]}"; do
+  for c in 64 256; do
+    for s in "${servers[@]}"; do
+      n=$((n + 1))
+      printf '\rtfbbench: %d/%d %-10s %-20s c=%-4d' "$n" "$total" "$s" "$t" "$c" >&2
+      pid_var="pid_$s"
+      script=(); [ "$t" = plaintext ] && script=(-s "$work/pipeline.lua")
+      s0=$(cpu "${!pid_var}"); d0=$(db_cpu)
+      wrk -t1 -c"$c" -d"${seconds}s" "${script[@]}" "http://127.0.0.1:${port[$s]}/$t" >"$work/wrk.out" &
+      wpid=$!
+      w1=0
+      while kill -0 "$wpid" 2>/dev/null; do w1=$(cpu "$wpid"); sleep 0.2; done
+      wait "$wpid"
+      s1=$(cpu "${!pid_var}"); d1=$(db_cpu)
+      rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
+      errs=$(awk '/Non-2xx|Socket errors/ {print}' "$work/wrk.out")
+      [ -n "$errs" ] && echo -e "\ntfbbench: $s /$t c=$c: $errs" >&2
+      echo "$s,${t%%\?*},$c,$rps,$(echo "scale=2; ($s1-$s0)/$hz" | bc),$(echo "scale=2; ($d1-$d0)/$hz" | bc),$(echo "scale=2; $w1/$hz" | bc),$seconds" >>"$csv"
+    done
+  done
+done
+echo >&2
+
+python3 - "$csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = {(r["server"], r["type"], r["connections"]): r for r in rows}
+print(f"{'type':<10} {'conns':>5} {'tessera':>9} {'net/http':>9} {'fasthttp':>9} {'/net/http':>9} {'/fasthttp':>9}   CPU s: server/db/wrk (tessera | net/http | fasthttp)")
+for r in rows:
+    if r["server"] != "tessera":
+        continue
+    k = (r["type"], r["connections"])
+    t, g, f = (float(by[(s,) + k]["requests_per_s"]) for s in ("tessera", "nethttp", "fasthttp"))
+    cpu = " | ".join("/".join(by[(s,) + k][c] for c in ("server_cpu_s", "db_cpu_s", "wrk_cpu_s"))
+                     for s in ("tessera", "nethttp", "fasthttp"))
+    print(f"{k[0]:<10} {k[1]:>5} {t:>9.0f} {g:>9.0f} {f:>9.0f} {t/g:>9.2f} {t/f:>9.2f}   {cpu}")
+PY
+
+# The plot: requests/s per type at 256 connections, one bar per server.
+awk -F, 'NR > 1 && $3 == 256 {v[$2 "," $1] = $4; if (!($2 in seen)) {seen[$2]; order[++n] = $2}}
+  END {for (i = 1; i <= n; i++) print order[i], v[order[i] ",tessera"], v[order[i] ",nethttp"], v[order[i] ",fasthttp"]}' \
+  "$csv" >"$work/plot.dat"
+gnuplot <<GP
+set terminal pngcairo size 900,500 font ",10"
+set output "out/tfbbench.png"
+set title "TechEmpower test types, 256 connections, 1 server core (requests/s, log scale)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel "requests/s"
+set key top right
+plot "$work/plot.dat" using 2:xtic(1) title "Tessera", "" using 3 title "Go net/http", "" using 4 title "fasthttp"
+GP
+echo "tfbbench: wrote $csv and out/tfbbench.png"
