@@ -9,6 +9,10 @@
 #   Go's (bench/peers/echo.go) and the thread-per-connection baseline's,
 #   and the ceiling: one spinning thread on one epoll, no runtime
 #   (thread_server --mode epoll-echo; it runs alone, as it spins);
+# - the server's own CPU per request and per echo round trip at a fixed
+#   offered rate every server holds (loadgen's open loop): utime+stime from
+#   /proc/PID/stat over the window, for nginx, Go's net/http, fasthttp, the
+#   thread-per-connection baseline, and Tessera on epoll and on io_uring;
 # - server RSS per idle connection with 10,000 of them open.
 # out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
 #   scripts/netbench.sh [--seconds S]      (default 10 s per point)
@@ -25,7 +29,7 @@ while (($#)); do
 done
 scripts/setup.sh
 missing=()
-for p in wrk nginx-light golang-go; do
+for p in wrk nginx-light golang-go golang-github-valyala-fasthttp-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -46,7 +50,9 @@ trap cleanup EXIT
 # Go peer, built offline with the standard library only.
 (cd bench/peers && GOCACHE="$work/gocache" GOFLAGS=-mod=mod GO111MODULE=off \
    go build -o "$work/http_hello" http_hello.go &&
- GOCACHE="$work/gocache" GO111MODULE=off go build -o "$work/echo" echo.go)
+ GOCACHE="$work/gocache" GO111MODULE=off go build -o "$work/echo" echo.go &&
+ cd fasthttp_hello && GOPATH=/usr/share/gocode GOCACHE="$work/gocache" GO111MODULE=off GOFLAGS= \
+   go build -o "$work/fasthttp_hello" .)
 
 # nginx: one worker process, the same body.
 cat > "$work/nginx.conf" <<NGINX
@@ -80,9 +86,12 @@ start tessera 18080 build/release/samples/http_server --port 18080 --workers 1 -
 # The same server without deadlines: what every read's timer costs.
 start tessera-nodeadline 18083 build/release/samples/http_server --port 18083 --workers 1 --idle-timeout 0
 GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
+GOMAXPROCS=1 start fasthttp 18086 "$work/fasthttp_hello" -port 18086
+TESSERA_IO_BACKEND=io_uring start tessera-uring 18085 build/release/samples/http_server --port 18085 --workers 1 --idle-timeout 30
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
 GOMAXPROCS=1 start go-echo 17081 "$work/echo" -port 17081
+TESSERA_IO_BACKEND=io_uring start tessera-echo-uring 17086 build/release/samples/echo_server --port 17086 --workers 1 --idle-timeout 600
 start threads 18084 build/release/bench/thread_server --mode http --port 18084
 start threads-echo 17084 build/release/bench/thread_server --mode echo --port 17084
 loadgen() { taskset -c 1 build/release/bench/loadgen "$@"; }
@@ -157,6 +166,55 @@ for size in 64 4096; do
       'BEGIN { printf "%-16s %9s %9s %9s %9s %10.2fx %10.2fx %10.2fx %12.2fx\n", k, t, g, h, c,
                t / g, c / g, t / c, t / h }'
   done
+done
+
+# CPU per request: the server's own utime+stime (all its threads, and an
+# nginx master's worker) over a window at a fixed offered rate, divided by
+# the requests answered in it. Throughput cannot rank servers here (the load
+# generator's core bounds it); CPU per request can.
+tree_cpu() {  # clock ticks of a process and its children
+  local t=0 p
+  for p in "$1" $(pgrep -P "$1"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+hz=$(getconf CLK_TCK)
+cpu_rate=20000
+declare -A cpu_us
+echo
+for server in tessera:18080 tessera-uring:18085 nginx:18082 go:18081 fasthttp:18086 threads:18084; do
+  name="${server%%:*}"; port="${server##*:}"; pid_var="pid_${name//-/_}"
+  echo "netbench: CPU per request, $name, $cpu_rate requests/s ..."
+  c0=$(tree_cpu "${!pid_var}")
+  line="$(loadgen http --addr "127.0.0.1:$port" -c 100 --rate "$cpu_rate" -s "$seconds")"
+  c1=$(tree_cpu "${!pid_var}")
+  n="$(sed -E 's/^requests ([0-9]+).*/\1/' <<<"$line")"
+  cpu_us["$name"]=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
+  echo "  ${cpu_us[$name]} CPU-us per request ($n requests; $line)"
+  echo "cpu-http-$name,$cpu_rate/s x 100,${cpu_us[$name]} us/request" >> out/netbench.csv
+done
+for size in 64 4096; do
+  for server in tessera-echo:17080 tessera-echo-uring:17086 go-echo:17081 threads-echo:17084; do
+    name="${server%%:*}"; port="${server##*:}"; pid_var="pid_${name//-/_}"
+    echo "netbench: CPU per echo round trip, $name, $size B, $cpu_rate round trips/s ..."
+    c0=$(tree_cpu "${!pid_var}")
+    line="$(loadgen echo --addr "127.0.0.1:$port" -c 100 --size "$size" --rate "$cpu_rate" -s "$seconds")"
+    c1=$(tree_cpu "${!pid_var}")
+    n="$(sed -E 's/.*round trips ([0-9]+)$/\1/' <<<"$line")"
+    cpu_us["$name,$size"]=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
+    echo "  ${cpu_us[$name,$size]} CPU-us per round trip ($line)"
+    echo "cpu-echo-$name,$size B x 100 at $cpu_rate/s,${cpu_us[$name,$size]} us/round trip" >> out/netbench.csv
+  done
+done
+printf "\n%-22s %8s %8s %8s %8s %8s %8s %13s %10s %14s\n" "CPU-us per request" tessera uring nginx \
+  go fasthttp threads tessera/nginx tessera/go tessera/fasthttp
+awk -v t="${cpu_us[tessera]}" -v u="${cpu_us[tessera-uring]}" -v n="${cpu_us[nginx]}" -v g="${cpu_us[go]}" \
+  -v f="${cpu_us[fasthttp]}" -v h="${cpu_us[threads]}" -v r="$cpu_rate" \
+  'BEGIN { printf "%-22s %8s %8s %8s %8s %8s %8s %12.2fx %9.2fx %13.2fx\n", "HTTP at " r "/s", t, u, n, g, f, h, t / n, t / g, t / f }'
+printf "%-22s %8s %8s %8s %8s %8s\n" "CPU-us per round trip" tessera uring go threads tessera/go
+for size in 64 4096; do
+  awk -v t="${cpu_us[tessera-echo,$size]}" -v u="${cpu_us[tessera-echo-uring,$size]}" \
+    -v g="${cpu_us[go-echo,$size]}" -v h="${cpu_us[threads-echo,$size]}" -v k="echo $size B" \
+    'BEGIN { printf "%-22s %8s %8s %8s %8s %7.2fx\n", k, t, u, g, h, t / g }'
 done
 
 # Memory: RSS per idle connection, 10,000 of them.

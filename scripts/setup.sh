@@ -8,7 +8,7 @@ pkgs=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
   libabsl-dev libboost-fiber-dev libtbb-dev libhttp-parser-dev
   gnuplot-nox spin gdb nlohmann-json3-dev
-  libpq-dev postgresql libssl-dev openssl python3 curl
+  libpq-dev postgresql libssl-dev openssl python3 curl libhiredis-dev redis-server
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,9 +6,10 @@
 //       does, and each latency is measured from when its request was due, so
 //       queueing delay is not hidden (wrk's closed loop hides it); prints
 //       p50/p99/p99.9 in µs.
-//   loadgen echo --addr 127.0.0.1:7000 --connections 100 --size 64 --seconds 5
+//   loadgen echo --addr 127.0.0.1:7000 --connections 100 --size 64 --seconds 5 [--rate R]
 //       closed loop: each connection sends `size` bytes and waits for them back;
-//       prints round trips per second.
+//       prints round trips per second. With --rate, open loop: round trips
+//       start at that total rate (for CPU per round trip at a fixed load).
 //   loadgen idle --addr 127.0.0.1:7000 --connections 10000 --seconds 5
 //       opens that many connections, holds them quiet, prints "open N".
 #include <tessera/net.h>
@@ -67,11 +68,15 @@ int main(int argc, char** argv) {
   app.add_option("mode", mode, "http | echo | idle")->check(CLI::IsMember({"http", "echo", "idle"}));
   app.add_option("--addr", addr, "Server host:port")->capture_default_str();
   app.add_option("-c,--connections", connections, "Connections")->capture_default_str();
-  app.add_option("--rate", rate, "http: requests per second, all connections together")
-      ->capture_default_str();
+  auto* rate_opt =
+      app.add_option("--rate", rate,
+                     "http: requests per second, all connections together; echo: round trips "
+                     "per second (default: as fast as the server answers)")
+          ->capture_default_str();
   app.add_option("--size", size, "echo: message bytes")->capture_default_str();
   app.add_option("-s,--seconds", seconds, "Duration")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const bool paced = mode == "http" || rate_opt->count() > 0;
 
   // No idle spin: a load generator that spins shares the machine's cores with
   // the server it measures (measured on a 2-vCPU VM: it slowed the server).
@@ -106,8 +111,12 @@ int main(int argc, char** argv) {
           // nothing right after the send (half the client's recvs).
           std::string msg(static_cast<std::size_t>(size), 'x');
           std::vector<char> back(msg.size() + 65536);
-          tessera::this_fiber::sleep_until(start);
-          while (clk::now() < stop) {
+          const auto interval = std::chrono::duration_cast<clk::duration>(
+              std::chrono::duration<double>(paced ? connections / rate : 0));
+          auto due = start + interval * c / connections;
+          tessera::this_fiber::sleep_until(due);
+          for (; clk::now() < stop; due += interval) {
+            if (paced) tessera::this_fiber::sleep_until(due);
             s.write_all(msg.data(), msg.size(), ec);
             for (std::size_t got = 0; !ec && got < msg.size();) {
               const std::size_t r = s.read_some(back.data(), back.size(), ec);
@@ -148,7 +157,8 @@ int main(int argc, char** argv) {
     for (auto& f : fs) f.join();
     const double secs = std::chrono::duration<double>(stop - start).count();
     if (mode == "echo") {
-      std::printf("round trips/s %.0f, failed connections %ld\n", done.load() / secs, failed.load());
+      std::printf("round trips/s %.0f, failed connections %ld, round trips %ld\n",
+                  done.load() / secs, failed.load(), done.load());
     } else if (mode == "http") {
       std::vector<double> all;
       for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
