@@ -5,6 +5,9 @@
 # pinned to core 0 with one worker/process/GOMAXPROCS=1, wrk pinned to core 1.
 # - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
 #   percentiles at a fixed rate from bench/loadgen's open loop;
+# - HTTPS requests/s the same way (keep-alive: one handshake per connection)
+#   against nginx and Go with TLS: one certificate (ECDSA P-256, made by
+#   scripts/make_certs.sh), TLS 1.3 with TLS_AES_128_GCM_SHA256 on all three;
 # - TCP echo round trips/s, 64 B and 4 KiB, 1 and 100 connections, against
 #   Go's (bench/peers/echo.go) and the thread-per-connection baseline's,
 #   and the ceiling: one spinning thread on one epoll, no runtime
@@ -54,7 +57,9 @@ trap cleanup EXIT
  cd fasthttp_hello && GOPATH=/usr/share/gocode GOCACHE="$work/gocache" GO111MODULE=off GOFLAGS= \
    go build -o "$work/fasthttp_hello" .)
 
-# nginx: one worker process, the same body.
+scripts/make_certs.sh "$work/certs" >/dev/null
+
+# nginx: one worker process, the same body; HTTPS on a second port.
 cat > "$work/nginx.conf" <<NGINX
 worker_processes 1;
 daemon off;
@@ -66,6 +71,14 @@ http {
   keepalive_requests 1000000;
   server {
     listen 127.0.0.1:18082 reuseport backlog=4096;
+    location / { default_type text/plain; return 200 "Hello, World!"; }
+  }
+  server {
+    listen 127.0.0.1:18445 ssl reuseport backlog=4096;
+    ssl_certificate $work/certs/server.pem;
+    ssl_certificate_key $work/certs/server.key;
+    ssl_protocols TLSv1.3;
+    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
     location / { default_type text/plain; return 200 "Hello, World!"; }
   }
 }
@@ -86,6 +99,12 @@ start tessera 18080 build/release/samples/http_server --port 18080 --workers 1 -
 # The same server without deadlines: what every read's timer costs.
 start tessera-nodeadline 18083 build/release/samples/http_server --port 18083 --workers 1 --idle-timeout 0
 GOMAXPROCS=1 start go 18081 "$work/http_hello" -port 18081
+start tessera-tls 18443 build/release/samples/http_server --port 18443 --workers 1 --idle-timeout 30 \
+  --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server.key" \
+  --tls-ciphersuites TLS_AES_128_GCM_SHA256
+# Go picks TLS_AES_128_GCM_SHA256 itself on a CPU with AES instructions.
+GOMAXPROCS=1 start go-tls 18444 "$work/http_hello" -port 18444 -cert "$work/certs/server.pem" \
+  -key "$work/certs/server.key"
 GOMAXPROCS=1 start fasthttp 18086 "$work/fasthttp_hello" -port 18086
 TESSERA_IO_BACKEND=io_uring start tessera-uring 18085 build/release/samples/http_server --port 18085 --workers 1 --idle-timeout 30
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
@@ -123,6 +142,30 @@ for conns in 100 1000; do
   t="${rps[tessera,$conns]}"; g="${rps[go,$conns]}"; n="${rps[nginx,$conns]}"; h="${rps[threads,$conns]}"
   awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" -v h="$h" \
     'BEGIN { printf "%-12s %12s %12s %12s %12s %13.2fx %11.2fx %15.2fx\n", c, t, g, n, h, t / n, t / g, t / h }'
+done
+
+# HTTPS, keep-alive: the same body over TLS 1.3.
+echo
+declare -A tls_rps
+for server in tessera-tls:18443 go-tls:18444 nginx-tls:18445; do
+  name="${server%%:*}"; port="${server##*:}"
+  cipher=$(openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null | awk '/^New, / {print $NF}')
+  [ "$cipher" = TLS_AES_128_GCM_SHA256 ] || echo "netbench: $name negotiated '$cipher', not TLS_AES_128_GCM_SHA256"
+  for conns in 100 1000; do
+    echo "netbench: HTTPS $name ($cipher), $conns connections, ${seconds} s ..."
+    out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" "https://127.0.0.1:$port/")"
+    r="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+    errs="$(grep -E 'Non-2xx|Socket errors' <<<"$out" || true)"
+    [ -n "$errs" ] && echo "  $errs"
+    tls_rps["$name,$conns"]="$r"
+    echo "https-$name,$conns,$r" >> out/netbench.csv
+  done
+done
+printf "%-18s %12s %12s %12s %14s %12s\n" "HTTPS connections" tessera go nginx tessera/nginx tessera/go
+for conns in 100 1000; do
+  t="${tls_rps[tessera-tls,$conns]}"; g="${tls_rps[go-tls,$conns]}"; n="${tls_rps[nginx-tls,$conns]}"
+  awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" \
+    'BEGIN { printf "%-18s %12s %12s %12s %13.2fx %11.2fx\n", c, t, g, n, t / n, t / g }'
 done
 
 # Latency at a fixed request rate (open loop: measured from when each request

@@ -104,6 +104,12 @@ void context::set_verify(bool on) {
   SSL_CTX_set_verify(ctx_.get(), on ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
 }
 
+void context::set_ciphersuites(const std::string& suites) {
+  if (SSL_CTX_set_ciphersuites(ctx_.get(), suites.c_str()) != 1) {
+    throw_openssl("context::set_ciphersuites: '" + suites + "'");
+  }
+}
+
 void context::set_alpn(std::vector<std::string> protocols) {
   auto wire = std::make_shared<std::vector<unsigned char>>();
   for (const auto& p : protocols) {

@@ -1,7 +1,8 @@
 // The Go peer of samples/http_server for scripts/netbench.sh: net/http
-// answering "Hello, World!" on "/", standard library only.
+// answering "Hello, World!" on "/", standard library only; HTTPS with -cert
+// and -key.
 //
-//	go run http_hello.go -port 8081
+//	go run http_hello.go -port 8081 [-cert server.pem -key server.key]
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 
 func main() {
 	port := flag.Int("port", 8081, "port")
+	cert := flag.String("cert", "", "PEM certificate chain: serve HTTPS (with -key)")
+	key := flag.String("key", "", "PEM private key")
 	flag.Parse()
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
@@ -29,5 +32,9 @@ func main() {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("Hello, World!"))
 	})
+	if *cert != "" {
+		http.ServeTLS(ln, nil, *cert, *key)
+		return
+	}
 	http.Serve(ln, nil)
 }

@@ -2,7 +2,7 @@
 // connection, requests parsed with http-parser (Debian's libhttp-parser-dev).
 //
 //   http_server --port 8080 --workers 1 [--idle-timeout 10]
-//               [--tls-cert server.pem --tls-key server.key]
+//               [--tls-cert server.pem --tls-key server.key [--tls-ciphersuites S]]
 //
 // Routes: "/" answers "Hello, World!"; "/static/NAME" the file NAME of the
 // --static directory (read through tessera::io::blocking, so a slow disk parks
@@ -90,11 +90,13 @@ int main(int argc, char** argv) {
         app.add_option("--static", g_static_dir, "Directory served under /static/")
             ->check(CLI::ExistingDirectory);
         tessera::samples::add_http_options(app);
-        static std::string cert, key;
+        static std::string cert, key, suites;
         app.add_option("--tls-cert", cert, "PEM certificate chain: serve HTTPS")
             ->check(CLI::ExistingFile);
         app.add_option("--tls-key", key, "PEM private key of --tls-cert")
             ->check(CLI::ExistingFile);
+        app.add_option("--tls-ciphersuites", suites,
+                       "TLS 1.3 cipher suites, OpenSSL's syntax (default: OpenSSL's)");
         app.callback([] {
           if (cert.empty() != key.empty()) {
             throw CLI::ValidationError("--tls-cert and --tls-key", "go together");
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
           if (!cert.empty()) {
             g_tls = tessera::tls::context::server(cert, key);
             g_tls->set_alpn({"http/1.1"});
+            if (!suites.empty()) g_tls->set_ciphersuites(suites);
           }
         });
       });

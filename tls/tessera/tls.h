@@ -67,6 +67,10 @@ class context {
   void load_verify_file(const std::string& pem_file);
   /// Verification of the peer's certificate (clients: on by default).
   void set_verify(bool on);
+  /// The TLS 1.3 cipher suites, in OpenSSL's syntax
+  /// ("TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"); throws
+  /// std::runtime_error naming the string if OpenSSL takes none of it.
+  void set_ciphersuites(const std::string& suites);
   /// ALPN protocols, most preferred first ("h2", "http/1.1").
   void set_alpn(std::vector<std::string> protocols);
 
