@@ -112,6 +112,7 @@ struct tuning {
   std::uint32_t spins;
   std::uint32_t window;  // admission_window: 0 is strict FIFO (no lobby)
   bool barging = false;  // admission::barging (no tickets; the rest is unused)
+  bool faa = false;      // admission::faa (the segment queue; the rest is unused)
 };
 
 // Sets the process-wide TWA tuning for one test and restores it afterwards.
@@ -145,6 +146,7 @@ class Strategy : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> 
   admission mode() const {
     const tuning& tu = std::get<0>(GetParam());
     return tu.barging       ? admission::barging
+           : tu.faa         ? admission::faa
            : tu.window == 0 ? admission::fifo
                             : admission::restricted;
   }
@@ -159,6 +161,7 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
   const tuning tu = std::get<0>(p.param);
   const std::string env = "_" + to_string(std::get<1>(p.param));
   if (tu.barging) return "barging" + env;
+  if (tu.faa) return "faa" + env;
   return "threshold" + std::to_string(tu.threshold) + "_spin" + std::to_string(tu.spins) +
          (tu.window == 0 ? std::string("_fifo") : "_window" + std::to_string(tu.window)) + env;
 }
@@ -168,11 +171,12 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
 // defaults (restricted admission, window 1); strict FIFO parking at once, and
 // with long-term waiting (threshold 3, the successor-of-successor poke); and a
 // lobby behind a queue of 2 with long-term waiting. The AnyAdmission tests also
-// run with admission::barging.
+// run with admission::barging and admission::faa.
 const std::vector<tuning> kTwaStrategies{tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0},
                                          tuning{3, 16, 2}};
-std::vector<tuning> with_barging(std::vector<tuning> v) {
+std::vector<tuning> with_other_cores(std::vector<tuning> v) {
   v.push_back(tuning{1, 1024, 1, true});
+  v.push_back(tuning{1, 1024, 1, false, true});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
@@ -180,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
                                             ::testing::ValuesIn(all_exec_kinds())),
                          strategy_name);
 INSTANTIATE_TEST_SUITE_P(Strategies, AnyAdmission,
-                         ::testing::Combine(::testing::ValuesIn(with_barging(kTwaStrategies)),
+                         ::testing::Combine(::testing::ValuesIn(with_other_cores(kTwaStrategies)),
                                             ::testing::ValuesIn(all_exec_kinds())),
                          strategy_name);
 
@@ -712,5 +716,78 @@ TEST(TwaSpinSemaphore, FourThreadsContendingALockMakeProgress) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(shared, 8000);
 }
+// ---------------------------------------------------------------------------
+// admission::faa: what the segment queue adds — strict FIFO, timed-out cells
+// paid for by later releases, segments reclaimed.
+class Faa : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, Faa, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(Faa, AdmitsInArrivalOrder) {
+  watchdog dog("faa arrival order", 60s);
+  counting_semaphore<> s(0, admission::faa);
+  arrivals a;
+  group g(GetParam());
+  ASSERT_TRUE(a.queue_one_by_one(g, s, 6));
+  for (int k = 0; k < 6; ++k) {
+    s.release();
+    ASSERT_TRUE(eventually([&] { return a.admitted() == k + 1; }));
+  }
+  g.join();
+  EXPECT_EQ(a.order, iota(6));
+}
+
+TEST_P(Faa, TimedOutCellsArePaidForByLaterReleases) {
+  watchdog dog("faa cancelled cells", 60s);
+  counting_semaphore<> s(0, admission::faa);
+  std::atomic<int> got{0};
+  // 40 participants each time out twice: 80 cancelled cells, the count at -80.
+  run_all(GetParam(), 40, [&](int) {
+    for (int k = 0; k < 2; ++k) {
+      if (s.try_acquire_for(1ms)) got.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(got.load(), 0);
+  EXPECT_EQ(s.available(), 0);
+  EXPECT_EQ(s.waiting(), 0);
+  // Five releases pay all 80 debts back and leave five permits, no more.
+  s.release(3);
+  s.release(2);
+  EXPECT_EQ(s.available(), 5);
+  for (int k = 0; k < 5; ++k) EXPECT_TRUE(s.try_acquire());
+  EXPECT_FALSE(s.try_acquire());
+  // And a waiter behind the cancelled cells is reached.
+  group g(GetParam());
+  std::atomic<bool> in{false};
+  spawn_acquirer(g, s, in);
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  s.release();
+  g.join();
+  EXPECT_TRUE(in.load());
+}
+
+TEST_P(Faa, SegmentsBehindBothIndicesAreReclaimed) {
+  watchdog dog("faa reclamation", 60s);
+  detail::faa_semaphore s(1, std::numeric_limits<std::ptrdiff_t>::max());
+  long shared = 0;
+  // 4 x 5000 contended acquisitions pass ~600 segments' worth of cells.
+  run_all(GetParam(), 4, [&](int) {
+    for (int k = 0; k < 5000; ++k) {
+      if (k % 7 == 0) {
+        if (!s.try_acquire_until(std::chrono::steady_clock::now() + 50us)) continue;
+      } else {
+        s.acquire();
+      }
+      ++shared;
+      s.release(1, std::numeric_limits<std::ptrdiff_t>::max());
+    }
+  });
+  EXPECT_GT(shared, 4 * 4000);
+  EXPECT_EQ(s.available(), 1);
+  // What stays: the segments the two indices are in, and any a late
+  // reclamation attempt found held.
+  EXPECT_LE(s.live_segments(), 8u);
+}
+
 }  // namespace
 }  // namespace tessera::test

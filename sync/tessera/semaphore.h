@@ -18,7 +18,12 @@
 //                 goes to whoever takes it first; a waiter queued for 1 ms is
 //                 handed one directly, at most once per 1 ms (thread) or 100 µs
 //                 (fiber). Counts limited to 2^62-1.
-//   try_acquire never waits; under fifo/restricted it also never barges (it
+//     faa         strict FIFO without a lock on any path: Koval & Elizarov's
+//                 fetch-and-add semaphore on a segment queue of cells
+//                 (tessera/detail/faa_semaphore.h). Waiters park at once (no
+//                 spinning); a timed-out waiter's cell is paid for by the next
+//                 release. Not constexpr (it allocates its first segment).
+//   try_acquire never waits; under fifo/restricted/faa it also never barges (it
 //   succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
 //   until return false only after the deadline (durations in any std::chrono
@@ -48,6 +53,7 @@
 
 #include <tessera/detail/barging_semaphore.h>
 #include <tessera/detail/cpu.h>
+#include <tessera/detail/faa_semaphore.h>
 #include <tessera/detail/park_list.h>
 #include <tessera/detail/spin_lock.h>
 #include <tessera/wait_chain.h>
@@ -75,6 +81,10 @@ enum class admission {
   /// included, with eventual fairness (a waiter older than 1 ms is handed a
   /// permit). The throughput policy of sem_t and of tessera::mutex.
   barging,
+  /// Strict FIFO by fetch-and-add on a segment queue (Koval & Elizarov): no
+  /// lock on any path, waiters park at once. See docs/design.md for when to
+  /// take it over the TWA semaphore.
+  faa,
 };
 
 namespace detail {
@@ -281,49 +291,71 @@ class twa_semaphore {
 };
 
 /// The core a counting_semaphore runs on: the TWA semaphore (admission::fifo,
-/// admission::restricted) or the barging one, chosen at construction. One
-/// read-only flag, on a line of its own, picks the path.
+/// admission::restricted), the barging one or the FAA one, chosen at
+/// construction. One read-only byte, on a line of its own, picks the path.
 class semaphore_core {
  public:
   constexpr semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
-      : barging_(mode == admission::barging), u_(desired, max, mode) {}
+      : kind_(mode == admission::barging ? kBarging
+              : mode == admission::faa   ? kFaa
+                                         : kTwa),
+        u_(desired, max, mode) {}
   ~semaphore_core() {
-    if (barging_) {
-      u_.barging.~barging_semaphore();
-    } else {
-      u_.twa.~twa_semaphore();
+    switch (kind_) {
+      case kBarging: u_.barging.~barging_semaphore(); break;
+      case kFaa: u_.faa.~faa_semaphore(); break;
+      default: u_.twa.~twa_semaphore();
     }
   }
   semaphore_core(const semaphore_core&) = delete;
   semaphore_core& operator=(const semaphore_core&) = delete;
 
-  void acquire() { barging_ ? u_.barging.acquire() : u_.twa.acquire(); }
-  bool try_acquire() noexcept { return barging_ ? u_.barging.try_acquire() : u_.twa.try_acquire(); }
+  void acquire() {
+    kind_ == kTwa ? u_.twa.acquire() : kind_ == kBarging ? u_.barging.acquire() : u_.faa.acquire();
+  }
+  bool try_acquire() noexcept {
+    return kind_ == kTwa       ? u_.twa.try_acquire()
+           : kind_ == kBarging ? u_.barging.try_acquire()
+                               : u_.faa.try_acquire();
+  }
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-    return barging_ ? u_.barging.try_acquire_until(deadline) : u_.twa.try_acquire_until(deadline);
+    return kind_ == kTwa       ? u_.twa.try_acquire_until(deadline)
+           : kind_ == kBarging ? u_.barging.try_acquire_until(deadline)
+                               : u_.faa.try_acquire_until(deadline);
   }
   void release(std::ptrdiff_t update, std::ptrdiff_t max) {
-    barging_ ? u_.barging.release(update, max) : u_.twa.release(update, max);
+    kind_ == kTwa       ? u_.twa.release(update, max)
+    : kind_ == kBarging ? u_.barging.release(update, max)
+                        : u_.faa.release(update, max);
   }
   std::ptrdiff_t available() const noexcept {
-    return barging_ ? u_.barging.available() : u_.twa.available();
+    return kind_ == kTwa       ? u_.twa.available()
+           : kind_ == kBarging ? u_.barging.available()
+                               : u_.faa.available();
   }
   std::ptrdiff_t waiting() const noexcept {
-    return barging_ ? u_.barging.waiting() : u_.twa.waiting();
+    return kind_ == kTwa       ? u_.twa.waiting()
+           : kind_ == kBarging ? u_.barging.waiting()
+                               : u_.faa.waiting();
   }
   std::ptrdiff_t queued() const noexcept {
-    return barging_ ? u_.barging.waiting() : u_.twa.queued();
+    return kind_ == kTwa       ? u_.twa.queued()
+           : kind_ == kBarging ? u_.barging.waiting()
+                               : u_.faa.waiting();
   }
-  std::ptrdiff_t lobby() const noexcept { return barging_ ? 0 : u_.twa.lobby(); }
+  std::ptrdiff_t lobby() const noexcept { return kind_ == kTwa ? u_.twa.lobby() : 0; }
 
  private:
-  const bool barging_;
+  enum kind : unsigned char { kTwa, kBarging, kFaa };
+  const kind kind_;
   union storage {
     // Activates the member `mode` asks for (construct_at: allowed in constant
-    // evaluation, so the whole chain stays constexpr).
+    // evaluation, so the TWA and barging chains stay constexpr).
     constexpr storage(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode) {
       if (mode == admission::barging) {
         std::construct_at(&barging, desired, max);
+      } else if (mode == admission::faa) {
+        std::construct_at(&faa, desired, max);
       } else {
         std::construct_at(&twa, desired, max, mode);
       }
@@ -331,6 +363,7 @@ class semaphore_core {
     ~storage() {}
     twa_semaphore twa;
     barging_semaphore barging;
+    faa_semaphore faa;
   } u_;
 };
 

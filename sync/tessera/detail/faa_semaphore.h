@@ -1,0 +1,72 @@
+// tessera/detail/faa_semaphore.h — the core behind counting_semaphore's
+// admission::faa (contract in tessera/semaphore.h): Koval & Elizarov's
+// semaphore by fetch-and-add ("Dual Data Structures. Fast Semaphore."; the
+// algorithm of kotlinx.coroutines' Semaphore) on the segment queue
+// synchronizer (tessera/detail/segment_queue.h).
+//
+//   permits_  free permits when positive; minus the acquirers that found none
+//             (waiting, or timed out and not yet paid back) when negative
+//
+//   acquire:  FAA(permits_, -1) > 0: done. Else suspend() in the next cell.
+//   release:  FAA(permits_, +1) >= 0: a free permit, done. Else resume() the
+//             next cell; a cancelled cell (a waiter that timed out) fails the
+//             resume, and the release goes round again: its increment paid the
+//             timed-out acquirer's decrement back.
+//   try_acquire: CAS permits_ down while positive (never queues, never barges
+//             past a waiter: a waiter exists only while permits_ <= 0).
+//
+// Admission: strict FIFO — the k-th acquirer that found no permit is the k-th
+// one a release hands a permit to (cells in fetch-and-add order); no lock on
+// any path. A timed-out acquirer leaves its cell cancelled and its decrement
+// behind; the next release pays for both (simple cancellation; why in
+// sync/segment_queue.cpp).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "tessera/detail/deadline.h"
+#include "tessera/detail/segment_queue.h"
+
+namespace tessera::detail {
+
+class faa_semaphore {
+ public:
+  /// Throws std::invalid_argument unless 0 <= desired <= max.
+  faa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max);
+  ~faa_semaphore();
+  faa_semaphore(const faa_semaphore&) = delete;
+  faa_semaphore& operator=(const faa_semaphore&) = delete;
+
+  void acquire() {
+    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return;
+    (void)q_.suspend({}, "counting_semaphore", this);
+  }
+  bool try_acquire() noexcept {
+    std::int64_t p = permits_.load(std::memory_order_relaxed);
+    while (p > 0) {
+      if (permits_.compare_exchange_weak(p, p - 1, std::memory_order_acquire)) return true;
+    }
+    return false;
+  }
+  bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return true;
+    return q_.suspend(deadline, "counting_semaphore", this);
+  }
+  void release(std::ptrdiff_t update, std::ptrdiff_t max);
+
+  std::ptrdiff_t available() const noexcept {
+    const std::int64_t p = permits_.load(std::memory_order_relaxed);
+    return p > 0 ? static_cast<std::ptrdiff_t>(p) : 0;
+  }
+  std::ptrdiff_t waiting() const noexcept { return q_.parked(); }
+  std::size_t live_segments() const noexcept { return q_.live_segments(); }
+
+ private:
+  alignas(64) std::atomic<std::int64_t> permits_;
+  segment_queue q_;
+};
+
+}  // namespace tessera::detail

@@ -1,0 +1,107 @@
+// tessera/detail/segment_queue.h — the segment queue synchronizer behind
+// admission::faa (Koval & Elizarov, "Dual Data Structures. Fast Semaphore.";
+// the published form is Koval, Khalanskiy & Alistarh, "CQS: A
+// Formally-Verified Framework for Fair and Abortable Synchronization", PLDI
+// 2023).
+//
+// An infinite array of cells, reached by fetch-and-add on two indices and
+// allocated in segments of kSegmentCells: suspend() takes the next cell of the
+// enqueue side and waits in it; resume() takes the next cell of the dequeue
+// side and hands over to whoever waits there. Both sides count the same cells,
+// so the k-th resume meets the k-th suspend: FIFO, with no lock on any path.
+//
+// Cell states (one word):
+//
+//   EMPTY      neither side has come
+//   waiter*    a suspend() waits here, parked
+//   PERMIT     resume() came first and left its hand-over (asynchronous
+//              resumption): the suspend() that comes takes it without parking
+//   TAKEN      the hand-over happened (resume CASed waiter* → TAKEN, then
+//              unparked it; or suspend CASed PERMIT → TAKEN)
+//   CANCELLED  the waiter gave up (deadline): it CASed waiter* → CANCELLED
+//
+//   suspend: CAS EMPTY → me, park until the cell is no longer me; at the
+//            deadline CAS me → CANCELLED (false), failing that it was TAKEN (true).
+//            Or CAS PERMIT → TAKEN: resumed at once.
+//   resume:  CAS EMPTY → PERMIT (true), or CAS waiter* → TAKEN and unpark (true);
+//            a CANCELLED cell returns false: the caller retries ("simple
+//            cancellation", as kotlinx's Semaphore — see sync/segment_queue.cpp).
+//
+// Segments are reclaimed in order, oldest first, once both indices' segment
+// pointers have passed them and no operation holds them (a count per segment,
+// raised before an operation reads its starting pointer's segment and checked
+// again after). Holding a segment protects every later one, since reclamation
+// stops at the first held segment. Reclaimed segments are kept for reuse by
+// the same queue (type-stable: a stale count raise touches a segment, never
+// freed memory) and deleted with it. The protocol is model-checked in
+// tests/model/segment_queue.pml.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "tessera/detail/deadline.h"
+#include "tessera/detail/spin_lock.h"
+
+namespace tessera {
+class waiter;
+}
+
+namespace tessera::detail {
+
+class segment_queue {
+ public:
+  static constexpr std::size_t kSegmentCells = 32;
+
+  segment_queue();
+  ~segment_queue();
+  segment_queue(const segment_queue&) = delete;
+  segment_queue& operator=(const segment_queue&) = delete;
+
+  /// Waits in the next cell until a resume() hands over, or until `d`. True:
+  /// handed over (the caller owns what was handed). False: timed out, the
+  /// cell cancelled; nothing was handed to this caller. `kind`/`object`: the
+  /// wait record (runtime::dump).
+  bool suspend(deadline d, const char* kind, const void* object);
+  /// Hands over to the next cell's waiter, or leaves it for the suspend() on
+  /// its way. False: that cell was cancelled; nothing was handed over.
+  bool resume();
+
+  /// Waiters parked right now (racy snapshot).
+  std::ptrdiff_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
+  /// Segments allocated and not reclaimed (for tests of the reclamation).
+  std::size_t live_segments() const noexcept { return live_.load(std::memory_order_relaxed); }
+
+  static constexpr std::uintptr_t kEmpty = 0, kPermit = 1, kTaken = 2, kCancelled = 3;
+
+ private:
+  struct segment {
+    std::atomic<std::uint64_t> id{0};
+    std::atomic<segment*> next{nullptr};
+    std::atomic<std::int64_t> holds{0};  // operations in or walking from here
+    segment* free_next = nullptr;        // on the free list; guarded by lock_
+    std::atomic<std::uintptr_t> cells[kSegmentCells];
+  };
+
+  /// Holds the segment `from` points to (raise, then check it is still there).
+  static segment* hold(const std::atomic<segment*>& from) noexcept;
+  static void drop(segment* s) noexcept { s->holds.fetch_sub(1, std::memory_order_seq_cst); }
+  /// From a held segment, the held segment `id` (created as needed); moves
+  /// `ptr` forward to it. Drops `s`.
+  segment* walk(segment* s, std::uint64_t id, std::atomic<segment*>& ptr);
+  segment* allocate(std::uint64_t id);
+  void reclaim() noexcept;
+
+  alignas(64) std::atomic<std::uint64_t> enq_{0};
+  std::atomic<segment*> tail_;
+  alignas(64) std::atomic<std::uint64_t> deq_{0};
+  std::atomic<segment*> head_;
+  alignas(64) std::atomic<std::ptrdiff_t> parked_{0};
+  std::atomic<std::size_t> live_{0};
+  spin_lock lock_;          // reclaim and the free list (once per kSegmentCells operations)
+  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_
+  segment* free_ = nullptr;  // reclaimed segments for reuse; guarded by lock_
+};
+
+}  // namespace tessera::detail

@@ -1,0 +1,219 @@
+/* SPIN model of counting_semaphore's admission::faa: Koval & Elizarov's
+ * fetch-and-add semaphore (sync/tessera/detail/faa_semaphore.h,
+ * sync/faa_semaphore.cpp) on the segment queue synchronizer
+ * (sync/tessera/detail/segment_queue.h, sync/segment_queue.cpp): the cell
+ * states (EMPTY, a waiter, PERMIT, TAKEN, CANCELLED), suspend and resume with
+ * asynchronous resumption, simple cancellation (a waiter whose deadline passes
+ * CASes its cell to CANCELLED; the release that meets the cell fails its
+ * resume and adds another permit), and segment reclamation: the hold counts
+ * (raise, then check the pointer again), walking forward holding, the
+ * pointers moving forward, and the in-order reclaimer under its try-lock.
+ *
+ * Processes: NP acquirers, R rounds each of acquire + release(1) on a
+ * semaphore of INIT permits; acquirer 0 uses try_acquire_until and may time
+ * out whenever it is parked. SEG cells per segment (1: every operation moves
+ * a pointer, the most reclamation). Each atomic block is one RMW or CAS of the
+ * implementation; plain loads are statements of their own.
+ *
+ * Checked:
+ *  - never more holders than INIT;
+ *  - no reclaimed segment is read (its cells, its id, its next: in the code it
+ *    may have been reused as a new segment) by an operation holding it;
+ *  - no lost wake-up: every process terminates (invalid end states);
+ *  - at the end: every cell not dequeued is CANCELLED (a timed-out waiter's
+ *    debt) and permits + those cells == INIT (no permit lost or made).
+ * Mutations that must be caught (run_model.sh): -DNO_RETRY (a release whose
+ * resume meets a cancelled cell gives up), -DNO_VALIDATE (hold() does not
+ * check the pointer again after raising the count), -DIGNORE_HOLDS (the
+ * reclaimer does not look at the counts).
+ */
+#ifndef NP
+#define NP 3
+#endif
+#ifndef R
+#define R 1
+#endif
+#ifndef INIT
+#define INIT 1
+#endif
+#ifndef SEG
+#define SEG 1
+#endif
+#define NC (NP * R + 1)
+#define NSEG (NC / SEG + 2)
+#define EMPTY 0
+#define PERMIT 1
+#define TAKEN 2
+#define CANCELLED 3
+#define W(p) (4 + (p))
+
+byte cell[NC];
+short permits = INIT;
+byte enq = 0;
+byte deq = 0;
+byte tailp = 0;             /* tail_: the enqueue side's segment */
+byte headp = 0;             /* head_: the dequeue side's segment */
+byte holds[NSEG];
+bit freed[NSEG];
+byte first = 0;             /* first_: oldest segment not reclaimed */
+bit lk = 0;                 /* lock_ (try_lock in reclaim) */
+bit pm[NP];                 /* each process's park permit */
+byte inside = 0;
+byte finished = 0;
+
+/* hold(): raise the count of the segment `ptr` names, check it still does. */
+inline hold(ptr, s) {
+  do
+  :: s = ptr;
+     holds[s]++;
+#ifdef NO_VALIDATE
+     break
+#else
+     if
+     :: ptr == s -> break
+     :: else -> holds[s]--
+     fi
+#endif
+  od
+}
+
+inline reclaim() {
+  atomic { if :: lk == 0 -> lk = 1; got_lock = 1 :: else -> got_lock = 0 fi };
+  if
+  :: got_lock ->
+     passed = headp;
+     if :: tailp < passed -> passed = tailp :: else -> skip fi;
+     do
+     :: first < passed ->
+        h = holds[first];
+#ifdef IGNORE_HOLDS
+        h = 0;
+#endif
+        if
+        :: h == 0 -> freed[first] = 1; first++
+        :: else -> break
+        fi
+     :: else -> break
+     od;
+     lk = 0
+  :: else -> skip
+  fi
+}
+
+/* walk(): from held segment s to segment `target`, holding each next one
+ * before dropping the last; then move `ptr` forward (CAS) and reclaim. */
+inline walk(s, target, ptr) {
+  do
+  :: assert(!freed[s]);  /* a reclaimed segment may be reused: its id and next are not ours */
+     if
+     :: s < target -> holds[s + 1]++; holds[s]--; s++
+     :: else -> break
+     fi
+  od;
+  atomic { if :: ptr < s -> ptr = s; moved = 1 :: else -> moved = 0 fi };
+  if :: moved -> reclaim() :: else -> skip fi
+}
+
+inline suspend(me, timed) {
+  hold(tailp, s);
+  atomic { i = enq; enq++ };
+  walk(s, i / SEG, tailp);
+  assert(!freed[i / SEG]);
+  atomic { if :: cell[i] == EMPTY -> cell[i] = W(me); installed = 1 :: else -> installed = 0 fi };
+  if
+  :: !installed ->
+     assert(cell[i] == PERMIT);   /* a resume came first */
+     cell[i] = TAKEN;
+     got = 1
+  :: else ->
+     do
+     :: cell[i] != W(me) -> assert(cell[i] == TAKEN); got = 1; break
+     :: cell[i] == W(me) ->
+        if
+        :: pm[me] -> pm[me] = 0   /* park returns (maybe spuriously) */
+        :: timed ->               /* park_until: the deadline passed */
+           assert(!freed[i / SEG]);
+           atomic { if :: cell[i] == W(me) -> cell[i] = CANCELLED; got = 0
+                        :: else -> got = 1 fi };
+           break
+        fi
+     od
+  fi;
+  holds[s]--
+}
+
+inline resume(ok) {
+  hold(headp, s);
+  atomic { i = deq; deq++ };
+  walk(s, i / SEG, headp);
+  assert(!freed[i / SEG]);
+  atomic { if :: cell[i] == EMPTY -> cell[i] = PERMIT; seen = EMPTY :: else -> seen = cell[i] fi };
+  if
+  :: seen == EMPTY -> ok = 1
+  :: else ->
+     atomic { if :: seen >= 4 && cell[i] == seen -> cell[i] = TAKEN; ok = 1
+                  :: else -> ok = 0 fi };
+     if :: ok -> pm[seen - 4] = 1 :: else -> assert(cell[i] == CANCELLED) fi
+  fi;
+  holds[s]--
+}
+
+proctype acquirer(byte me; bit timed) {
+  byte s, i, passed, h, seen, round = 0;
+  bit got, installed, moved, got_lock, ok;
+  short p;
+  do
+  :: round < R ->
+     atomic { p = permits; permits-- };
+     if
+     :: p > 0 -> got = 1
+     :: else -> suspend(me, timed)
+     fi;
+     if
+     :: got ->
+        atomic { inside++; assert(inside <= INIT) };
+        inside--;
+        /* release(1) */
+        atomic { p = permits; permits++ };
+        do
+        :: p >= 0 -> break
+        :: else ->
+           resume(ok);
+           if
+           :: ok -> break
+           :: else ->
+#ifdef NO_RETRY
+              break
+#else
+              atomic { p = permits; permits++ }
+#endif
+           fi
+        od
+     :: else -> skip
+     fi;
+     round++
+  :: else -> break
+  od;
+  finished++
+}
+
+init {
+  byte k;
+  atomic {
+    run acquirer(0, 1);
+    k = 1;
+    do
+    :: k < NP -> run acquirer(k, 0); k++
+    :: else -> break
+    od
+  };
+  finished == NP;
+  /* Quiescent: cells not dequeued are timed-out waiters' debts. */
+  k = deq;
+  do
+  :: k < enq -> assert(cell[k] == CANCELLED); k++
+  :: else -> break
+  od;
+  assert(enq >= deq);
+  assert(permits + (enq - deq) == INIT)
+}
