@@ -60,6 +60,12 @@ struct barging {  // the same class with admission::barging: no tickets, sem_t's
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
+struct faa {  // admission::faa: Koval & Elizarov's FAA semaphore on a segment queue
+  static constexpr const char* name = "faa";
+  tessera::counting_semaphore<> s{0, tessera::admission::faa};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
 struct twa_spin {
   static constexpr const char* name = "twa-spin";
   tessera::twa_spin_semaphore s{0};
@@ -260,7 +266,8 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(), entry<twa_spin>(),
+  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(), entry<faa>(),
+          entry<twa_spin>(),
           entry<ticket>(),     entry<posix>(),         entry<std_sem>(), entry<std_mutex>(),
           entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),  entry<rw_absl>(),
           entry<rw_tessera>(), entry<rw_preshing>()};
@@ -308,7 +315,7 @@ const char* family_of(const std::string& impl) {
 
 // Whether an implementation is Tessera's (drawn thick in the plot; a CSV column).
 bool is_tessera(const std::string& impl) {
-  return impl == "twa" || impl == "twa-fifo" || impl == "barging" ||
+  return impl == "twa" || impl == "twa-fifo" || impl == "barging" || impl == "faa" ||
          impl.find("tessera::") != std::string::npos;
 }
 
@@ -449,6 +456,10 @@ int main(int argc, char** argv) {
   key(1, "twa", 1, "std::counting_semaphore", "T=1 twa / std::counting_semaphore", "5");
   key(4, "twa", 4, "ticket", "T=4 twa / ticket", "30");
   key(32, "twa", 4, "twa", "twa T=32 / twa T=4", "0.5");
+  key(1, "faa", 1, "twa-fifo", "T=1 faa / twa-fifo", "0.91");
+  for (int t : threads) {
+    if (t >= 4) key(t, "faa", t, "twa-fifo", at(t, "faa / twa-fifo").c_str(), "1.0");
+  }
   for (int t : threads) {
     key(t, "tessera::mutex", t, "std::mutex", at(t, "tessera::mutex / std::mutex").c_str(), "1.0");
   }
