@@ -30,17 +30,7 @@ while (($#)); do
     *) echo "netbench.sh: unknown option $1 (try --seconds S or --quick)"; exit 2 ;;
   esac
 done
-scripts/setup.sh
-missing=()
-for p in wrk nginx-light golang-go golang-github-valyala-fasthttp-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "netbench.sh: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/setup.sh wrk nginx-light golang-go golang-github-valyala-fasthttp-dev
 cmake --preset release > /dev/null
 cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen thread_server > /dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tessera needs, only those that are missing.
 # Safe to run repeatedly; needs root (or sudo) only when something is missing.
+#   scripts/setup.sh [PACKAGE...]   # and these too (what a benchmark script adds)
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
@@ -9,6 +10,7 @@ pkgs=(
   libabsl-dev libboost-fiber-dev libtbb-dev libhttp-parser-dev
   gnuplot-nox spin gdb nlohmann-json3-dev
   libpq-dev postgresql libssl-dev openssl python3 curl libhiredis-dev redis-server
+  "$@"
 )
 missing=()
 for p in "${pkgs[@]}"; do

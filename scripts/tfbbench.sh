@@ -21,17 +21,7 @@ while (($#)); do
     *) echo "tfbbench.sh: unknown option $1 (try --seconds S or --quick)"; exit 2 ;;
   esac
 done
-scripts/setup.sh
-missing=()
-for p in wrk golang-go golang-github-lib-pq-dev golang-github-valyala-fasthttp-dev gnuplot-nox; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "tfbbench.sh: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/setup.sh wrk golang-go golang-github-lib-pq-dev golang-github-valyala-fasthttp-dev gnuplot-nox
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target tfb_server >/dev/null
 ulimit -n 65536 2>/dev/null || true

@@ -5,31 +5,13 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
 
 	"tfbpeer/world"
 )
 
 func main() {
-	port := flag.Int("port", 8081, "port")
-	conninfo := flag.String("db", "", "libpq connection string")
-	pool := flag.Int("pool", 16, "database connections at most")
-	flag.Parse()
-	db, err := world.Open(*conninfo, *pool)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("listening on %s\n", ln.Addr())
+	db, ln := world.Start(8081)
 	send := func(w http.ResponseWriter, ctype string, body []byte) {
 		h := w.Header()
 		h.Set("Server", "Go")

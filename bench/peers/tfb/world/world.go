@@ -6,9 +6,13 @@ package world
 import (
 	"database/sql"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"html/template"
 	"io"
 	"math/rand"
+	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +36,27 @@ type Fortune struct {
 type DB struct {
 	db                        *sql.DB
 	world, fortunes, updateSt *sql.Stmt
+}
+
+// Start parses -port, -db and -pool, opens the database and listens on
+// 127.0.0.1:port, printing "listening on HOST:PORT"; it exits on failure.
+func Start(defaultPort int) (*DB, net.Listener) {
+	port := flag.Int("port", defaultPort, "port")
+	conninfo := flag.String("db", "", "libpq connection string")
+	pool := flag.Int("pool", 16, "database connections at most")
+	flag.Parse()
+	db, err := Open(*conninfo, *pool)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	return db, ln
 }
 
 // Open connects a pool of at most `pool` connections.
