@@ -21,6 +21,15 @@
 // wake-ups from other threads; a global FIFO for yields; a runtime-wide timer heap;
 // idle workers spin for `idle_spin`, then sleep on a futex until work or a timer
 // arrives. Scheduling is cooperative: a fiber runs until it parks, yields or ends.
+//
+// Exceptions: a fiber may throw and catch as any function, and an exception
+// that leaves a fiber's function reaches join(). One rule: do not park (wait
+// on a primitive, sleep, do I/O, join) *inside a catch handler*. The C++
+// runtime keeps the exceptions being handled on a per-thread list, and a
+// fiber that parks there may resume on another worker (or interleave with
+// another fiber's handler on the same one): the list then no longer matches,
+// and the exception object leaks or worse. Copy what the handler needs
+// (`std::current_exception()`, the error code) and wait after it.
 #pragma once
 
 #include <chrono>
