@@ -28,6 +28,7 @@
 // which case holding it is holding the current segment, which is correct.
 #include "tessera/detail/segment_queue.h"
 
+#include <tessera/detail/cpu.h>
 #include <tessera/park.h>
 
 #include <algorithm>
@@ -139,6 +140,24 @@ bool segment_queue::suspend(deadline d, const char* kind, const void* object) {
     drop(s);
     return true;
   }
+  // An OS thread next in line spins a little first, as the TWA semaphore's
+  // short-term waiter does: a hand-off to a spinning thread costs no futex
+  // wake-up. Fibers never spin (their park is a user-space switch). A thread
+  // parked further back is poked by the resume before its own (below) and
+  // spins from then on.
+  const bool spinner = should_spin();
+  auto spin_if_next = [&] {
+    if (!spinner || i > deq_.load(std::memory_order_relaxed)) return false;
+    for (std::uint32_t k = 0; k < kSpins; ++k) {
+      if (cell.load(std::memory_order_acquire) != mine) return true;
+      cpu_relax();
+    }
+    return false;
+  };
+  if (spin_if_next()) {
+    drop(s);
+    return true;
+  }
   bool handed = true;
   {
     const wait_scope scope(kind, object);
@@ -146,9 +165,13 @@ bool segment_queue::suspend(deadline d, const char* kind, const void* object) {
     while (cell.load(std::memory_order_acquire) == mine) {
       if (!d) {
         park();
+        if (spin_if_next()) break;
         continue;
       }
-      if (park_until(*d)) continue;
+      if (park_until(*d)) {
+        if (spin_if_next()) break;
+        continue;
+      }
       // The deadline passed: cancel, unless a resume() got here first.
       seen = mine;
       if (cell.compare_exchange_strong(seen, kCancelled, std::memory_order_acq_rel)) {
@@ -172,6 +195,12 @@ bool segment_queue::resume() {
   if (!cell.compare_exchange_strong(seen, kPermit, std::memory_order_acq_rel)) {
     if (seen >= kFirstWaiter &&
         cell.compare_exchange_strong(seen, kTaken, std::memory_order_acq_rel)) {
+      // Poke the waiter behind it, so that it spins as the next in line
+      // (the TWA semaphore's successor-of-successor wake-up).
+      if ((i + 1) % kSegmentCells != 0) {
+        const std::uintptr_t behind = s->cells[(i + 1) % kSegmentCells].load(std::memory_order_acquire);
+        if (behind >= kFirstWaiter && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
+      }
       unpark(reinterpret_cast<waiter*>(seen));
     } else {
       ok = false;  // CANCELLED: the waiter gave up before we came

@@ -53,6 +53,8 @@ namespace tessera::detail {
 class segment_queue {
  public:
   static constexpr std::size_t kSegmentCells = 32;
+  /// PAUSE iterations an OS thread next in line spins before it parks.
+  static constexpr std::uint32_t kSpins = 1024;
 
   segment_queue();
   ~segment_queue();
