@@ -66,8 +66,12 @@ result& result::operator=(result&& o) noexcept {
 result::~result() {
   if (r_ != nullptr) PQclear(r_);
 }
-int result::rows() const noexcept { return r_ != nullptr ? PQntuples(r_) : 0; }
-int result::columns() const noexcept { return r_ != nullptr ? PQnfields(r_) : 0; }
+int result::rows() const noexcept {
+  return r_ != nullptr ? PQntuples(r_) : 0;
+}
+int result::columns() const noexcept {
+  return r_ != nullptr ? PQnfields(r_) : 0;
+}
 std::string_view result::column_name(int col) const {
   const char* n = r_ != nullptr ? PQfname(r_, col) : nullptr;
   if (n == nullptr) {
@@ -136,7 +140,9 @@ connection::~connection() {
   c_ = nullptr;
 }
 
-bool connection::ok() const noexcept { return c_ != nullptr && PQstatus(c_) == CONNECTION_OK; }
+bool connection::ok() const noexcept {
+  return c_ != nullptr && PQstatus(c_) == CONNECTION_OK;
+}
 
 bool connection::in_transaction() const noexcept {
   return c_ != nullptr && PQtransactionStatus(c_) != PQTRANS_IDLE;
@@ -304,7 +310,9 @@ result connection::execute_params(const std::string& name, const detail::params&
   return finish("execute");
 }
 
-batch connection::pipeline() { return batch(*this); }
+batch connection::pipeline() {
+  return batch(*this);
+}
 
 // ---- batch ---------------------------------------------------------------------
 batch::batch(connection& c) : c_(c) {
@@ -364,8 +372,11 @@ std::vector<result> batch::run() {
           err = e;
         }
       }
-      if (st != PGRES_PIPELINE_ABORTED && !failed(r)) out.emplace_back(r);
-      else PQclear(r);
+      if (st != PGRES_PIPELINE_ABORTED && !failed(r)) {
+        out.emplace_back(r);
+      } else {
+        PQclear(r);
+      }
     }
   } catch (const std::system_error& e) {
     why = e.code();  // handled below, outside the handler (see finish())

@@ -35,7 +35,8 @@ inline void add_http_options(CLI::App& app) {
                  "Request line and headers larger than this get 431")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-body-bytes", g_http_limits.max_body_bytes, "Bodies larger than this get 413")
+  app.add_option("--max-body-bytes", g_http_limits.max_body_bytes,
+                 "Bodies larger than this get 413")
       ->capture_default_str();
 }
 
@@ -119,7 +120,8 @@ inline const http_parser_settings& http_settings() {
     v.on_message_complete = [](http_parser* p) {
       auto* c = static_cast<http_connection*>(p->data);
       c->in_request = false;
-      const bool keep = http_should_keep_alive(p) != 0 && !g_stopping.load(std::memory_order_relaxed);
+      const bool keep =
+          http_should_keep_alive(p) != 0 && !g_stopping.load(std::memory_order_relaxed);
       (*c->handle)(http_request{c->url, keep}, c->out);
       if (!keep) c->close = true;
       return c->close ? 1 : 0;  // stop parsing after a request that closes
@@ -130,7 +132,9 @@ inline const http_parser_settings& http_settings() {
 }
 
 // The end of our side of a stream: FIN for TCP, close_notify for TLS.
-inline void end_stream(tessera::net::tcp_stream& s) { (void)s.shutdown(SHUT_WR); }
+inline void end_stream(tessera::net::tcp_stream& s) {
+  (void)s.shutdown(SHUT_WR);
+}
 template <class Stream>
 void end_stream(Stream& s) {
   (void)s.shutdown(tessera::io::clock::now() + std::chrono::seconds(1));

@@ -198,7 +198,8 @@ bool segment_queue::resume() {
       // Poke the waiter behind it, so that it spins as the next in line
       // (the TWA semaphore's successor-of-successor wake-up).
       if ((i + 1) % kSegmentCells != 0) {
-        const std::uintptr_t behind = s->cells[(i + 1) % kSegmentCells].load(std::memory_order_acquire);
+        const std::uintptr_t behind =
+            s->cells[(i + 1) % kSegmentCells].load(std::memory_order_acquire);
         if (behind >= kFirstWaiter && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
       }
       unpark(reinterpret_cast<waiter*>(seen));

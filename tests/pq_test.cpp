@@ -64,8 +64,9 @@ TEST_P(PqIn, TypedResultsAndUsageErrors) {
   run_one(GetParam(), [] {
     auto c = pq::connection::connect(conninfo());
     EXPECT_TRUE(c.ok());
-    auto r = c.query("SELECT 42::int AS n, 'héllo'::text AS s, NULL::int AS z, true AS b, "
-                     "2.5::float8 AS d, 9000000000::bigint AS big");
+    auto r = c.query(
+        "SELECT 42::int AS n, 'héllo'::text AS s, NULL::int AS z, true AS b, "
+        "2.5::float8 AS d, 9000000000::bigint AS big");
     ASSERT_EQ(r.rows(), 1);
     ASSERT_EQ(r.columns(), 6);
     EXPECT_EQ(r.get<int>(0, 0), 42);
@@ -232,9 +233,8 @@ TEST(Pq, AQueryParksItsFiberNotTheWorker) {
 }
 
 TEST_P(PqIn, PoolBoundsConnectionsAndServesEveryTaker) {
-  pq::pool db(conninfo(), 3, [](pq::connection& c) {
-    c.prepare("world", "SELECT id FROM World WHERE id = $1");
-  });
+  pq::pool db(conninfo(), 3,
+              [](pq::connection& c) { c.prepare("world", "SELECT id FROM World WHERE id = $1"); });
   std::atomic<int> lent{0}, most{0}, served{0};
   run_all(GetParam(), 12, [&](int i) {
     for (int k = 0; k < 10; ++k) {
@@ -290,9 +290,9 @@ TEST_P(PqIn, ConnectErrorsSayWhatWentWrong) {
       auto l = net::tcp_listener::listen("127.0.0.1:0");
       port = l.local_endpoint().port();
       try {
-        (void)pq::connection::connect("host=127.0.0.1 port=" + std::to_string(port) +
-                                          " dbname=x user=x sslmode=disable",
-                                      200ms);
+        (void)pq::connection::connect(
+            "host=127.0.0.1 port=" + std::to_string(port) + " dbname=x user=x sslmode=disable",
+            200ms);
         ADD_FAILURE() << "connected to a silent listener";
       } catch (const pq::error& e) {
         EXPECT_EQ(e.kind(), pq::error_kind::timed_out) << e.what();

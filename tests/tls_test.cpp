@@ -168,8 +168,8 @@ TEST_P(TlsIn, TruncationDeadlinesAndCloseAreReported) {
       (void)t.read_exactly(&c, 1, ec);  // the client's second go-ahead
       t.next_layer().close();           // no close_notify: the client sees truncation
     } else {
-      auto t = tls::tls_stream::connect(trusting_client(), net::tcp_stream::connect(to),
-                                        "localhost");
+      auto t =
+          tls::tls_stream::connect(trusting_client(), net::tcp_stream::connect(to), "localhost");
       char buf[8];
       std::error_code ec;
       const auto t0 = io::clock::now();

@@ -131,8 +131,9 @@ void context::set_alpn(std::vector<std::string> protocols) {
          unsigned inlen, void* arg) -> int {
         const auto* ours = static_cast<const std::vector<unsigned char>*>(arg);
         unsigned char* chosen = nullptr;
-        if (SSL_select_next_proto(&chosen, outlen, ours->data(), static_cast<unsigned>(ours->size()),
-                                  in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+        if (SSL_select_next_proto(&chosen, outlen, ours->data(),
+                                  static_cast<unsigned>(ours->size()), in,
+                                  inlen) != OPENSSL_NPN_NEGOTIATED) {
           return SSL_TLSEXT_ERR_NOACK;
         }
         *out = chosen;
@@ -162,8 +163,7 @@ tls_stream::~tls_stream() {
 }
 
 template <class Op>
-int tls_stream::drive(Op&& op, error failure, std::error_code& ec,
-                      io::clock::time_point deadline) {
+int tls_stream::drive(Op&& op, error failure, std::error_code& ec, io::clock::time_point deadline) {
   ec.clear();
   if (ssl_ == nullptr) {
     ec = io::error::closed;
@@ -276,7 +276,8 @@ tls_stream tls_stream::accept(const context& ctx, net::tcp_stream s,
 std::size_t tls_stream::read_some(void* buf, std::size_t n, std::error_code& ec,
                                   io::clock::time_point deadline) {
   std::size_t got = 0;
-  const int r = drive([&] { return SSL_read_ex(ssl_, buf, n, &got); }, error::protocol, ec, deadline);
+  const int r =
+      drive([&] { return SSL_read_ex(ssl_, buf, n, &got); }, error::protocol, ec, deadline);
   return r > 0 ? got : 0;
 }
 

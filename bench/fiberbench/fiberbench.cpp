@@ -539,9 +539,8 @@ int main(int argc, char** argv) {
       rows.push_back(
           {"  barging F=" + std::to_string(f) + ", 2w", "iter/s", tb, b, false,
            " (tessera::counting_semaphore, admission::barging, vs Boost fibers::mutex)"});
-      rows.push_back(
-          {"  faa F=" + std::to_string(f) + ", 2w", "iter/s", tf, b, false,
-           " (tessera::counting_semaphore, admission::faa, vs Boost fibers::mutex)"});
+      rows.push_back({"  faa F=" + std::to_string(f) + ", 2w", "iter/s", tf, b, false,
+                      " (tessera::counting_semaphore, admission::faa, vs Boost fibers::mutex)"});
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
                       " (tessera::mutex vs Boost fibers::mutex)"});
     }

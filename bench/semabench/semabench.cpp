@@ -266,11 +266,10 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),        entry<twa_fifo>(),      entry<barging>(), entry<faa>(),
-          entry<twa_spin>(),
-          entry<ticket>(),     entry<posix>(),         entry<std_sem>(), entry<std_mutex>(),
-          entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),  entry<rw_absl>(),
-          entry<rw_tessera>(), entry<rw_preshing>()};
+  return {entry<twa>(),       entry<twa_fifo>(),   entry<barging>(),       entry<faa>(),
+          entry<twa_spin>(),  entry<ticket>(),     entry<posix>(),         entry<std_sem>(),
+          entry<std_mutex>(), entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
+          entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`

@@ -143,7 +143,10 @@ class params {
   void add(const T& v) {
     if constexpr (std::is_same_v<T, std::nullopt_t>) {
       values_.emplace_back(std::nullopt);
-    } else if constexpr (requires { v.has_value(); *v; }) {
+    } else if constexpr (requires {
+                           v.has_value();
+                           *v;
+                         }) {
       if (v.has_value()) {
         add(*v);
       } else {
@@ -316,7 +319,10 @@ class pool {
 // ---- result::get ----------------------------------------------------------------
 template <class T>
 T result::get(int row, int col) const {
-  if constexpr (requires { typename T::value_type; T(std::nullopt); } &&
+  if constexpr (requires {
+                  typename T::value_type;
+                  T(std::nullopt);
+                } &&
                 !std::is_same_v<T, std::string> && !std::is_same_v<T, std::string_view>) {
     if (is_null(row, col)) return std::nullopt;
     return get<typename T::value_type>(row, col);
@@ -332,8 +338,9 @@ T result::get(int row, int col) const {
       if (s == "f") return false;
       bad_value(row, col, "is not a bool");
     } else {
-      static_assert(std::is_arithmetic_v<T>, "result::get<T>: T must be arithmetic, bool, "
-                                             "std::string, std::string_view or std::optional");
+      static_assert(std::is_arithmetic_v<T>,
+                    "result::get<T>: T must be arithmetic, bool, "
+                    "std::string, std::string_view or std::optional");
       T v{};
       const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
       if (r.ec != std::errc{} || r.ptr != s.data() + s.size()) {

@@ -93,8 +93,7 @@ int main(int argc, char** argv) {
         static std::string cert, key, suites;
         app.add_option("--tls-cert", cert, "PEM certificate chain: serve HTTPS")
             ->check(CLI::ExistingFile);
-        app.add_option("--tls-key", key, "PEM private key of --tls-cert")
-            ->check(CLI::ExistingFile);
+        app.add_option("--tls-key", key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
         app.add_option("--tls-ciphersuites", suites,
                        "TLS 1.3 cipher suites, OpenSSL's syntax (default: OpenSSL's)");
         app.callback([] {

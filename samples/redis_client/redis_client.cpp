@@ -47,7 +47,8 @@ class redis_connection {
       lens.push_back(a.size());
     }
     char* cmd = nullptr;
-    const int n = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
+    const int n =
+        redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
     if (n < 0) throw std::bad_alloc();
     out_.append(cmd, static_cast<std::size_t>(n));
     redisFreeCommand(cmd);

@@ -50,7 +50,8 @@ const std::string& date_header() {
     std::tm tm{};
     gmtime_r(&now, &tm);
     char buf[64];
-    const std::size_t n = std::strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    const std::size_t n =
+        std::strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
     header.assign(buf, n);
   }
   return header;
@@ -127,12 +128,23 @@ std::string rows_json(const std::vector<std::pair<int, int>>& rows) {
 void html_escape(std::string& out, std::string_view s) {
   for (const char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
     }
   }
 }
@@ -143,7 +155,8 @@ std::string fortunes_page(pq::connection& c) {
   rows.reserve(r.rows() + 1);
   for (int i = 0; i < r.rows(); ++i) rows.emplace_back(r.get<int>(i, 0), r.get<std::string>(i, 1));
   rows.emplace_back(0, "Additional fortune added at request time.");
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
   std::string page =
       "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
       "<tr><th>id</th><th>message</th></tr>";
@@ -239,8 +252,9 @@ int main(int argc, char** argv) {
   static std::string conninfo;
   static std::size_t pool_size = 16;
   return tessera::samples::serve_main(
-      argc, argv, "tfb_server: TechEmpower's six test types on Tessera fibers and PostgreSQL",
-      8080, 10, serve, [](CLI::App& app) {
+      argc, argv, "tfb_server: TechEmpower's six test types on Tessera fibers and PostgreSQL", 8080,
+      10, serve,
+      [](CLI::App& app) {
         tessera::samples::add_http_options(app);
         app.add_option("--db", conninfo, "libpq connection string of the hello_world database");
         app.add_option("--db-pool", pool_size, "Database connections at most")

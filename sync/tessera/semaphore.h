@@ -302,9 +302,14 @@ class semaphore_core {
         u_(desired, max, mode) {}
   ~semaphore_core() {
     switch (kind_) {
-      case kBarging: u_.barging.~barging_semaphore(); break;
-      case kFaa: u_.faa.~faa_semaphore(); break;
-      default: u_.twa.~twa_semaphore();
+      case kBarging:
+        u_.barging.~barging_semaphore();
+        break;
+      case kFaa:
+        u_.faa.~faa_semaphore();
+        break;
+      default:
+        u_.twa.~twa_semaphore();
     }
   }
   semaphore_core(const semaphore_core&) = delete;

@@ -101,9 +101,9 @@ class segment_queue {
   std::atomic<segment*> head_;
   alignas(64) std::atomic<std::ptrdiff_t> parked_{0};
   std::atomic<std::size_t> live_{0};
-  spin_lock lock_;          // reclaim and the free list (once per kSegmentCells operations)
+  spin_lock lock_;            // reclaim and the free list (once per kSegmentCells operations)
   segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_
-  segment* free_ = nullptr;  // reclaimed segments for reuse; guarded by lock_
+  segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
 };
 
 }  // namespace tessera::detail
