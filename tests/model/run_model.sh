@@ -24,7 +24,7 @@
 #                                                 # withdrawal; 2 configurations, 1 mutation (~5 s; ctest)
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
 #                                                 # cancellation and segment reclamation;
-#                                                 # 3 configurations, 3 mutations (ctest)
+#                                                 # 4 configurations, 3 mutations (~35 s; ctest)
 #   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
 #                                                 # park_until, unparks, its timer, the switch-out
 #                                                 # race); 4 configurations, 4 mutations (~10 s; ctest)
@@ -184,11 +184,15 @@ if [ "$model" = "segment_queue" ]; then
   run "3 acquirers, 1 permit, a cell per segment" pass -DNP=3 -DINIT=1 -DSEG=1
   run "3 acquirers, 2 permits" pass -DNP=3 -DINIT=2 -DSEG=1
   run "2 acquirers, 2 rounds, 2 cells per segment" pass -DNP=2 -DR=2 -DINIT=1 -DSEG=2
+  # Here a hold finds its pointer moved and starts over.
+  run "2 acquirers, 2 rounds, a cell per segment" pass -DNP=2 -DR=2 -DINIT=1 -DSEG=1
   run "mutation: a release gives up at a cancelled cell" fail -DNP=3 -DINIT=1 -DSEG=1 -DNO_RETRY
-  # (A stale hold needs a third suspend after the reader loaded the pointer.)
+  # (A stale hold, or a held segment both pointers pass, needs a third suspend:
+  # two rounds.)
   run "mutation: hold() does not check the pointer again" fail -DNP=3 -DR=2 -DINIT=1 -DSEG=1 \
       -DNO_VALIDATE
-  run "mutation: the reclaimer ignores the holds" fail -DNP=3 -DINIT=1 -DSEG=1 -DIGNORE_HOLDS
+  run "mutation: the reclaimer ignores the holds" fail -DNP=3 -DR=2 -DINIT=1 -DSEG=1 \
+      -DIGNORE_HOLDS
   echo "segment_queue model: never more holders than permits, no reclaimed cell touched, no lost wake-up, no permit lost"
   exit 0
 fi

@@ -127,8 +127,12 @@ inline suspend(me, timed) {
      got = 1
   :: else ->
      do
-     :: cell[i] != W(me) -> assert(cell[i] == TAKEN); got = 1; break
-     :: cell[i] == W(me) ->
+     :: assert(!freed[i / SEG]);
+        if
+        :: cell[i] != W(me) -> assert(cell[i] == TAKEN); got = 1; break
+        :: else -> skip
+        fi;
+        /* still ours: park */
         if
         :: pm[me] -> pm[me] = 0   /* park returns (maybe spuriously) */
         :: timed ->               /* park_until: the deadline passed */
