@@ -26,18 +26,23 @@
 namespace tessera::pq {
 namespace {
 
-std::string message_of(const PGconn* c) {
-  std::string m = c != nullptr ? PQerrorMessage(c) : "out of memory";
+/// libpq's message without its trailing newline.
+std::string trimmed(const char* text) {
+  std::string m = text;
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
   return m;
 }
 
-[[noreturn]] void throw_server(const PGresult* r, const char* what) {
+std::string message_of(const PGconn* c) {
+  return c != nullptr ? trimmed(PQerrorMessage(c)) : "out of memory";
+}
+
+/// The server's error in a failed result.
+error server_error(const PGresult* r, const char* what) {
   const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  std::string m = PQresultErrorMessage(r);
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
-  throw error(error_kind::server, std::string("tessera::pq::") + what + ": " + m,
-              state != nullptr ? state : "");
+  return error(error_kind::server,
+               std::string("tessera::pq::") + what + ": " + trimmed(PQresultErrorMessage(r)),
+               state != nullptr ? state : "");
 }
 
 bool failed(const PGresult* r) {
@@ -258,13 +263,7 @@ result connection::finish(const char* what) {
     result last;
     std::optional<error> err;
     while (PGresult* r = next_result(deadline_)) {
-      if (failed(r) && !err) {
-        try {
-          throw_server(r, what);
-        } catch (const error& e) {
-          err = e;
-        }
-      }
+      if (failed(r) && !err) err = server_error(r, what);
       last = result(r);
     }
     if (err) throw *err;
@@ -284,13 +283,25 @@ result connection::query(std::string_view sql) {
   return finish("query");
 }
 
-result connection::query_params(std::string_view sql, const detail::params& p) {
-  if (c_ == nullptr) throw error(error_kind::usage, "tessera::pq::query: not connected");
+void connection::send_query(std::string_view sql, const detail::params& p, const char* what) {
   const std::string s(sql);
   const auto v = p.pointers();
   if (PQsendQueryParams(c_, s.c_str(), p.size(), nullptr, v.data(), nullptr, nullptr, 0) == 0) {
-    fail("query");
+    fail(what);
   }
+}
+
+void connection::send_prepared(const std::string& name, const detail::params& p,
+                               const char* what) {
+  const auto v = p.pointers();
+  if (PQsendQueryPrepared(c_, name.c_str(), p.size(), v.data(), nullptr, nullptr, 0) == 0) {
+    fail(what);
+  }
+}
+
+result connection::query_params(std::string_view sql, const detail::params& p) {
+  if (c_ == nullptr) throw error(error_kind::usage, "tessera::pq::query: not connected");
+  send_query(sql, p, "query");
   return finish("query");
 }
 
@@ -303,10 +314,7 @@ void connection::prepare(const std::string& name, std::string_view sql) {
 
 result connection::execute_params(const std::string& name, const detail::params& p) {
   if (c_ == nullptr) throw error(error_kind::usage, "tessera::pq::execute: not connected");
-  const auto v = p.pointers();
-  if (PQsendQueryPrepared(c_, name.c_str(), p.size(), v.data(), nullptr, nullptr, 0) == 0) {
-    fail("execute");
-  }
+  send_prepared(name, p, "execute");
   return finish("execute");
 }
 
@@ -332,19 +340,12 @@ batch::~batch() {
 }
 
 void batch::query_params(std::string_view sql, const detail::params& p) {
-  const std::string s(sql);
-  const auto v = p.pointers();
-  if (PQsendQueryParams(c_.c_, s.c_str(), p.size(), nullptr, v.data(), nullptr, nullptr, 0) == 0) {
-    c_.fail("batch::query");
-  }
+  c_.send_query(sql, p, "batch::query");
   ++queued_;
 }
 
 void batch::execute_params(const std::string& name, const detail::params& p) {
-  const auto v = p.pointers();
-  if (PQsendQueryPrepared(c_.c_, name.c_str(), p.size(), v.data(), nullptr, nullptr, 0) == 0) {
-    c_.fail("batch::execute");
-  }
+  c_.send_prepared(name, p, "batch::execute");
   ++queued_;
 }
 
@@ -365,13 +366,7 @@ std::vector<result> batch::run() {
         PQclear(r);
         break;
       }
-      if (failed(r) && !err) {
-        try {
-          throw_server(r, "batch::run");
-        } catch (const error& e) {
-          err = e;
-        }
-      }
+      if (failed(r) && !err) err = server_error(r, "batch::run");
       if (st != PGRES_PIPELINE_ABORTED && !failed(r)) {
         out.emplace_back(r);
       } else {

@@ -218,6 +218,9 @@ class connection {
   friend class batch;
   result query_params(std::string_view sql, const detail::params& p);
   result execute_params(const std::string& name, const detail::params& p);
+  /// Queues a statement with libpq (PQsendQueryParams / PQsendQueryPrepared).
+  void send_query(std::string_view sql, const detail::params& p, const char* what);
+  void send_prepared(const std::string& name, const detail::params& p, const char* what);
   /// Sends what libpq queued, parking while the socket is full.
   void flush(io::clock::time_point deadline);
   /// The next result (nullptr: the statement's results are done), parking
