@@ -25,29 +25,28 @@ func main() {
 	http.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
 		send(w, "application/json", world.JSON(map[string]string{"message": "Hello, World!"}))
 	})
-	http.HandleFunc("/db", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := db.Rows(1)
-		if err != nil {
+	// rows answers with rows as JSON (a single object for /db), or 500.
+	rows := func(w http.ResponseWriter, rs []world.Row, err error, one bool) {
+		switch {
+		case err != nil:
 			fail(w, err)
-			return
+		case one:
+			send(w, "application/json", world.JSON(rs[0]))
+		default:
+			send(w, "application/json", world.JSON(rs))
 		}
-		send(w, "application/json", world.JSON(rows[0]))
+	}
+	http.HandleFunc("/db", func(w http.ResponseWriter, r *http.Request) {
+		rs, err := db.Rows(1)
+		rows(w, rs, err, true)
 	})
 	http.HandleFunc("/queries", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := db.Rows(world.Count(r.URL.Query().Get("queries")))
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		send(w, "application/json", world.JSON(rows))
+		rs, err := db.Rows(world.Count(r.URL.Query().Get("queries")))
+		rows(w, rs, err, false)
 	})
 	http.HandleFunc("/updates", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := db.Update(world.Count(r.URL.Query().Get("queries")))
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		send(w, "application/json", world.JSON(rows))
+		rs, err := db.Update(world.Count(r.URL.Query().Get("queries")))
+		rows(w, rs, err, false)
 	})
 	http.HandleFunc("/fortunes", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server", "Go")
