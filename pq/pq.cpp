@@ -291,8 +291,7 @@ void connection::send_query(std::string_view sql, const detail::params& p, const
   }
 }
 
-void connection::send_prepared(const std::string& name, const detail::params& p,
-                               const char* what) {
+void connection::send_prepared(const std::string& name, const detail::params& p, const char* what) {
   const auto v = p.pointers();
   if (PQsendQueryPrepared(c_, name.c_str(), p.size(), v.data(), nullptr, nullptr, 0) == 0) {
     fail(what);
