@@ -34,11 +34,21 @@
 #include <algorithm>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <utility>
 
 namespace tessera::detail {
 namespace {
-constexpr std::uintptr_t kFirstWaiter = 4;  // a waiter* is above the states
+// A waiter* is above the states, and even; hand-overs are odd (kPermit, or an
+// element pointer with its low bit set).
+bool is_waiter(std::uintptr_t v) noexcept {
+  return v >= 4 && (v & 1) == 0;
+}
+
+struct unpark_fn {
+  waiter* who;
+  void operator()() const noexcept { unpark(who); }
+};
 }  // namespace
 
 segment_queue::segment_queue() {
@@ -126,7 +136,8 @@ void segment_queue::reclaim() noexcept {
   lock_.unlock();
 }
 
-bool segment_queue::suspend(deadline d, const char* kind, const void* object) {
+std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* object,
+                                      const std::stop_token* stop) {
   segment* s = hold(tail_);
   const std::uint64_t i = enq_.fetch_add(1, std::memory_order_seq_cst);
   s = walk(s, i / kSegmentCells, tail_);
@@ -138,7 +149,7 @@ bool segment_queue::suspend(deadline d, const char* kind, const void* object) {
     // A resume() came first and left its hand-over.
     cell.store(kTaken, std::memory_order_relaxed);
     drop(s);
-    return true;
+    return seen;
   }
   // An OS thread next in line spins a little first, as the TWA semaphore's
   // short-term waiter does: a hand-off to a spinning thread costs no futex
@@ -154,53 +165,57 @@ bool segment_queue::suspend(deadline d, const char* kind, const void* object) {
     }
     return false;
   };
-  if (spin_if_next()) {
-    drop(s);
-    return true;
-  }
-  bool handed = true;
-  {
+  bool cancelled = false;
+  if (!spin_if_next()) {
     const wait_scope scope(kind, object);
     parked_.fetch_add(1, std::memory_order_relaxed);
+    // A stop request unparks us; we then cancel as at a deadline.
+    std::optional<std::stop_callback<unpark_fn>> on_stop;
+    if (stop != nullptr && stop->stop_possible()) on_stop.emplace(*stop, unpark_fn{me});
     while (cell.load(std::memory_order_acquire) == mine) {
-      if (!d) {
+      const bool stopped = stop != nullptr && stop->stop_requested();
+      if (!stopped && !d) {
         park();
         if (spin_if_next()) break;
         continue;
       }
-      if (park_until(*d)) {
+      if (!stopped && park_until(*d)) {
         if (spin_if_next()) break;
         continue;
       }
-      // The deadline passed: cancel, unless a resume() got here first.
-      seen = mine;
-      if (cell.compare_exchange_strong(seen, kCancelled, std::memory_order_acq_rel)) {
-        handed = false;
-      }
+      // The deadline passed or a stop was requested: cancel, unless a
+      // resume() got here first.
+      std::uintptr_t expected = mine;
+      cancelled = cell.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel);
       break;
     }
     parked_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  std::uintptr_t handed = 0;
+  if (!cancelled) {
+    handed = cell.load(std::memory_order_acquire);
+    cell.store(kTaken, std::memory_order_relaxed);
   }
   drop(s);
   return handed;
 }
 
-bool segment_queue::resume() {
+bool segment_queue::resume(std::uintptr_t handover) {
   segment* s = hold(head_);
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
   s = walk(s, i / kSegmentCells, head_);
   std::atomic<std::uintptr_t>& cell = s->cells[i % kSegmentCells];
   std::uintptr_t seen = kEmpty;
   bool ok = true;
-  if (!cell.compare_exchange_strong(seen, kPermit, std::memory_order_acq_rel)) {
-    if (seen >= kFirstWaiter &&
-        cell.compare_exchange_strong(seen, kTaken, std::memory_order_acq_rel)) {
+  if (!cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
+    if (is_waiter(seen) &&
+        cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
       // Poke the waiter behind it, so that it spins as the next in line
       // (the TWA semaphore's successor-of-successor wake-up).
       if ((i + 1) % kSegmentCells != 0) {
         const std::uintptr_t behind =
             s->cells[(i + 1) % kSegmentCells].load(std::memory_order_acquire);
-        if (behind >= kFirstWaiter && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
+        if (is_waiter(behind) && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
       }
       unpark(reinterpret_cast<waiter*>(seen));
     } else {

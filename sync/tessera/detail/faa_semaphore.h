@@ -53,7 +53,7 @@ class faa_semaphore {
   }
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
     if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return true;
-    return q_.suspend(deadline, "counting_semaphore", this);
+    return q_.suspend(deadline, "counting_semaphore", this) != 0;
   }
   void release(std::ptrdiff_t update, std::ptrdiff_t max);
 

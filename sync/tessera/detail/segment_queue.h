@@ -14,18 +14,22 @@
 //
 //   EMPTY      neither side has come
 //   waiter*    a suspend() waits here, parked
-//   PERMIT     resume() came first and left its hand-over (asynchronous
-//              resumption): the suspend() that comes takes it without parking
-//   TAKEN      the hand-over happened (resume CASed waiter* → TAKEN, then
-//              unparked it; or suspend CASed PERMIT → TAKEN)
-//   CANCELLED  the waiter gave up (deadline): it CASed waiter* → CANCELLED
+//   hand-over  resume() came first and left what it hands over — PERMIT, or an
+//              element (a pointer with its low bit set, for the blocking pool):
+//              asynchronous resumption; the suspend() that comes takes it
+//              without parking. resume() into a waiter's cell leaves it there
+//              too, and unparks the waiter, which reads it.
+//   TAKEN      suspend() took the hand-over it found (CAS hand-over → TAKEN)
+//   CANCELLED  the waiter gave up (deadline or stop request): CAS waiter* → CANCELLED
 //
 //   suspend: CAS EMPTY → me, park until the cell is no longer me; at the
-//            deadline CAS me → CANCELLED (false), failing that it was TAKEN (true).
-//            Or CAS PERMIT → TAKEN: resumed at once.
-//   resume:  CAS EMPTY → PERMIT (true), or CAS waiter* → TAKEN and unpark (true);
-//            a CANCELLED cell returns false: the caller retries ("simple
-//            cancellation", as kotlinx's Semaphore — see sync/segment_queue.cpp).
+//            deadline or a stop request CAS me → CANCELLED (0), failing that a
+//            hand-over is there (returned). Or a hand-over is there already:
+//            returned at once.
+//   resume:  CAS EMPTY → hand-over (true), or CAS waiter* → hand-over and
+//            unpark (true); a CANCELLED cell returns false and the hand-over
+//            stays with the caller, who retries ("simple cancellation", as
+//            kotlinx's Semaphore — see sync/segment_queue.cpp).
 //
 // Segments are reclaimed in order, oldest first, once both indices' segment
 // pointers have passed them and no operation holds them (a count per segment,
@@ -40,6 +44,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <stop_token>
 
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/spin_lock.h"
@@ -61,14 +66,16 @@ class segment_queue {
   segment_queue(const segment_queue&) = delete;
   segment_queue& operator=(const segment_queue&) = delete;
 
-  /// Waits in the next cell until a resume() hands over, or until `d`. True:
-  /// handed over (the caller owns what was handed). False: timed out, the
-  /// cell cancelled; nothing was handed to this caller. `kind`/`object`: the
-  /// wait record (runtime::dump).
-  bool suspend(deadline d, const char* kind, const void* object);
-  /// Hands over to the next cell's waiter, or leaves it for the suspend() on
-  /// its way. False: that cell was cancelled; nothing was handed over.
-  bool resume();
+  /// Waits in the next cell until a resume() hands over, until `d`, or until
+  /// `stop` (if given) is requested. Returns the hand-over (the caller owns
+  /// it), or 0: timed out or stopped, the cell cancelled, nothing handed to
+  /// this caller. `kind`/`object`: the wait record (runtime::dump).
+  std::uintptr_t suspend(deadline d, const char* kind, const void* object,
+                         const std::stop_token* stop = nullptr);
+  /// Hands `handover` (kPermit, or an element pointer with its low bit set)
+  /// to the next cell's waiter, or leaves it for the suspend() on its way.
+  /// False: that cell was cancelled; nothing was handed over.
+  bool resume(std::uintptr_t handover = kPermit);
 
   /// Waiters parked right now (racy snapshot).
   std::ptrdiff_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
@@ -76,6 +83,14 @@ class segment_queue {
   std::size_t live_segments() const noexcept { return live_.load(std::memory_order_relaxed); }
 
   static constexpr std::uintptr_t kEmpty = 0, kPermit = 1, kTaken = 2, kCancelled = 3;
+  /// An element pointer `p` (aligned to 2 at least) as a hand-over, and back.
+  static std::uintptr_t element(const void* p) noexcept {
+    return reinterpret_cast<std::uintptr_t>(p) | 1;
+  }
+  template <class E>
+  static E* element_of(std::uintptr_t handover) noexcept {
+    return reinterpret_cast<E*>(handover & ~std::uintptr_t{1});
+  }
 
  private:
   struct segment {

@@ -1,0 +1,195 @@
+// tessera/blocking_pool.h — blocking_pool<T, Order>: a pool of elements whose
+// take() waits while the pool is empty, for fibers and OS threads; the pool of
+// Koval, Khalanskiy & Alistarh, "CQS: A Formally-Verified Framework for Fair
+// and Abortable Synchronization" (PLDI 2023), on the segment queue
+// synchronizer. blocking_stack<T> (tessera/blocking_stack.h) is its LIFO form
+// under a stack's names. The example to copy is a connection pool: put()
+// returns a connection, take() borrows one.
+//
+// Contract
+// - Elements: `Order` says which stored element take() gets — pool_order::fifo
+//   the oldest put, pool_order::lifo the newest (warm caches; a stack).
+// - Waiters: strict FIFO. A put() that finds takers waiting hands its element
+//   to the one that has waited longest, directly (never through the storage,
+//   so no later take() can get it first); otherwise it stores it. No taker
+//   barges past a waiting one: try_take() succeeds only while nobody waits.
+// - Nothing is lost or duplicated: every element put is taken exactly once or
+//   still in the pool (size() counts it). A take that times out or is stopped
+//   takes nothing and leaves nothing behind; one that was handed an element
+//   just as its deadline passed returns it.
+// - Blocking: take() parks the caller (a fiber switches, a thread sleeps on
+//   its futex). No spurious wake-ups are visible. Timed forms never fail
+//   before the deadline (steady_clock; durations in any std::chrono unit);
+//   a zero or negative duration is try_take(). A std::stop_token form returns
+//   nullopt once a stop is requested (checked before it waits, and it wakes
+//   the waiter).
+// - Memory ordering: a put() happens-before the take() that gets its element.
+// - Who may call: any fiber or OS thread, mixed, any number of each.
+// - Progress: the waiting side (the count and the cells) takes no lock; the
+//   stored elements sit in a std::deque under a few-instruction spin lock.
+// - Requirements on T: nothrow move constructible and destructible.
+// - Misuse: destroying a pool while callers wait in take() is undefined; debug
+//   builds (TESSERA_CHECKS) abort with a message saying so. put() may throw
+//   std::bad_alloc from the storage, and then the pool is unchanged; an
+//   allocation that fails later in put() (a hand-over box) terminates.
+//
+//   size_   stored elements minus takers that found none (waiting, or timed
+//           out and not yet paid back): elements free when positive
+//
+//   put(x):  store x; FAA(size_, +1) >= 0: done. Else a taker is owed one: take
+//            an element back out of the storage and resume() the next cell with
+//            it; a cancelled cell fails the resume, the element goes back and
+//            the put goes round again (its increment paid the timed-out
+//            taker's decrement back — simple cancellation, as the semaphore).
+//   take():  FAA(size_, -1) > 0: take from the storage (never empty then: every
+//            increment that found size_ >= 0 follows its own store). Else
+//            suspend() in the next cell and get what it is handed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/detail/cpu.h"
+#include "tessera/detail/deadline.h"
+#include "tessera/detail/segment_queue.h"
+#include "tessera/detail/spin_lock.h"
+
+namespace tessera {
+
+/// Which stored element take() gets.
+enum class pool_order {
+  fifo,  ///< the oldest put (a queue)
+  lifo,  ///< the newest put (a stack)
+};
+
+template <class T, pool_order Order = pool_order::fifo>
+class blocking_pool {
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "tessera::blocking_pool<T>: T must be nothrow move constructible");
+
+ public:
+  using value_type = T;
+
+  blocking_pool() = default;
+  ~blocking_pool() {
+#if TESSERA_CHECKS
+    if (q_.parked() != 0) {
+      detail::misuse_abort("tessera::blocking_pool destroyed while takers wait on it");
+    }
+#endif
+  }
+  blocking_pool(const blocking_pool&) = delete;
+  blocking_pool& operator=(const blocking_pool&) = delete;
+
+  /// Adds `v`: hands it to the longest-waiting taker, or stores it.
+  void put(T v) {
+    store(std::move(v));  // may throw: nothing changed yet
+    for (;;) {
+      if (size_.fetch_add(1, std::memory_order_acq_rel) >= 0) return;
+      // A taker is owed an element: hand one to the next cell.
+      T* box = make_box(unstore());
+      if (q_.resume(detail::segment_queue::element(box))) return;  // the taker owns it now
+      // That taker gave up; our increment paid its decrement back.
+      store_nothrow(std::move(*box));
+      delete box;
+    }
+  }
+
+  /// Takes an element, waiting while there is none.
+  T take() {
+    if (size_.fetch_sub(1, std::memory_order_acq_rel) > 0) return unstore();
+    return *unbox(q_.suspend({}, kKind, this));
+  }
+  /// Takes an element if one is free and nobody waits; never waits.
+  std::optional<T> try_take() {
+    std::int64_t n = size_.load(std::memory_order_relaxed);
+    while (n > 0) {
+      if (size_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return unstore();
+    }
+    return std::nullopt;
+  }
+  /// take() with a deadline: nullopt if none came in `rel_time`.
+  template <class Rep, class Period>
+  std::optional<T> try_take_for(const std::chrono::duration<Rep, Period>& rel_time) {
+    if (rel_time <= rel_time.zero()) return try_take();
+    return take_until(detail::deadline::after(rel_time), nullptr);
+  }
+  template <class Clock, class Duration>
+  std::optional<T> try_take_until(const std::chrono::time_point<Clock, Duration>& abs_time) {
+    return take_until(detail::deadline::at(abs_time), nullptr);
+  }
+  /// take() until `stop` is requested: nullopt then.
+  std::optional<T> take(std::stop_token stop) {
+    if (stop.stop_requested()) return try_take();
+    return take_until({}, &stop);
+  }
+
+  /// Elements stored now (a snapshot; 0 while takers wait).
+  std::size_t size() const noexcept {
+    const std::int64_t n = size_.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  /// Takers parked now (a snapshot).
+  std::size_t waiting() const noexcept {
+    return static_cast<std::size_t>(q_.parked());
+  }
+
+ private:
+  static constexpr const char* kKind = Order == pool_order::fifo ? "blocking_pool" : "blocking_stack";
+
+  std::optional<T> take_until(detail::deadline d, const std::stop_token* stop) {
+    if (size_.fetch_sub(1, std::memory_order_acq_rel) > 0) return unstore();
+    const std::uintptr_t got = q_.suspend(d, kKind, this, stop);
+    if (got == 0) return std::nullopt;
+    return unbox(got);
+  }
+  static std::optional<T> unbox(std::uintptr_t got) noexcept {
+    std::unique_ptr<T> box(detail::segment_queue::element_of<T>(got));
+    return std::optional<T>(std::move(*box));
+  }
+
+  void store(T&& v) {
+    std::lock_guard lock(lock_);
+    items_.push_back(std::move(v));
+  }
+  // Once put() has counted its element, it cannot fail half-way: these
+  // allocate under noexcept (an allocation failure terminates).
+  static T* make_box(T&& v) noexcept {
+    return new T(std::move(v));
+  }
+  void store_nothrow(T&& v) noexcept {
+    std::lock_guard lock(lock_);
+    if constexpr (Order == pool_order::fifo) {
+      items_.push_front(std::move(v));  // it was the oldest
+    } else {
+      items_.push_back(std::move(v));
+    }
+  }
+  T unstore() noexcept {
+    std::lock_guard lock(lock_);
+    T* slot = Order == pool_order::fifo ? &items_.front() : &items_.back();
+    T v(std::move(*slot));
+    if constexpr (Order == pool_order::fifo) {
+      items_.pop_front();
+    } else {
+      items_.pop_back();
+    }
+    return v;
+  }
+
+  alignas(64) std::atomic<std::int64_t> size_{0};
+  detail::segment_queue q_;
+  detail::spin_lock lock_;
+  std::deque<T> items_;  // guarded by lock_
+};
+
+}  // namespace tessera
