@@ -16,16 +16,8 @@
 // waiters all time out and which is never released keeps a segment per
 // kSegmentCells timed-out waits (CQS removes a segment whose cells are all
 // cancelled from the middle of the list; not done here). Segments behind both
-// indices are reclaimed as soon as no operation holds them.
-//
-// Hold protocol (why a held segment cannot be reclaimed, seq_cst on both
-// sides): an operation raises `holds` of the segment it loaded from head_ or
-// tail_, then loads the pointer again; the reclaimer checks that both pointers
-// have passed the segment, then reads `holds`. If the reclaimer read 0, the
-// raise came later, so the second load sees a pointer that has moved on (they
-// only move forward) and the operation lets go and starts over — unless the
-// segment was reclaimed, reused and became that pointer's segment again, in
-// which case holding it is holding the current segment, which is correct.
+// indices are reclaimed as soon as no operation holds them (the hold protocol:
+// tessera/detail/segment_list.h).
 #include "tessera/detail/segment_queue.h"
 
 #include <tessera/detail/cpu.h>
@@ -51,104 +43,19 @@ struct unpark_fn {
 };
 }  // namespace
 
-segment_queue::segment_queue() {
-  first_ = allocate(0);  // after free_ and lock_ are initialised
-  tail_.store(first_, std::memory_order_relaxed);
-  head_.store(first_, std::memory_order_relaxed);
-}
-
-segment_queue::~segment_queue() {
-  for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
-  for (segment* s = free_; s != nullptr;) delete std::exchange(s, s->free_next);
-}
-
-segment_queue::segment* segment_queue::allocate(std::uint64_t id) {
-  segment* s = nullptr;
-  {
-    std::lock_guard lock(lock_);
-    if (free_ != nullptr) s = std::exchange(free_, free_->free_next);
-  }
-  if (s == nullptr) s = new segment;
-  s->free_next = nullptr;
-  s->next.store(nullptr, std::memory_order_relaxed);
-  for (auto& c : s->cells) c.store(kEmpty, std::memory_order_relaxed);
-  s->id.store(id, std::memory_order_relaxed);
-  live_.fetch_add(1, std::memory_order_relaxed);
-  return s;  // published by the release CAS that links it
-}
-
-segment_queue::segment* segment_queue::hold(const std::atomic<segment*>& from) noexcept {
-  for (;;) {
-    segment* s = from.load(std::memory_order_seq_cst);
-    s->holds.fetch_add(1, std::memory_order_seq_cst);
-    if (from.load(std::memory_order_seq_cst) == s) return s;
-    drop(s);
-  }
-}
-
-segment_queue::segment* segment_queue::walk(segment* s, std::uint64_t id,
-                                            std::atomic<segment*>& ptr) {
-  while (s->id.load(std::memory_order_acquire) < id) {
-    segment* n = s->next.load(std::memory_order_acquire);
-    if (n == nullptr) {
-      segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1);
-      if (s->next.compare_exchange_strong(n, fresh, std::memory_order_acq_rel)) {
-        n = fresh;
-      } else {
-        // Another operation linked one first: ours goes back for reuse.
-        live_.fetch_sub(1, std::memory_order_relaxed);
-        std::lock_guard lock(lock_);
-        fresh->free_next = free_;
-        free_ = fresh;
-      }
-    }
-    // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
-    n->holds.fetch_add(1, std::memory_order_seq_cst);
-    drop(s);
-    s = n;
-  }
-  // Move the pointer forward to `s` (never back).
-  bool moved = false;
-  for (segment* cur = ptr.load(std::memory_order_acquire);
-       cur->id.load(std::memory_order_acquire) < s->id.load(std::memory_order_relaxed);) {
-    if (ptr.compare_exchange_weak(cur, s, std::memory_order_seq_cst)) {
-      moved = true;
-      break;
-    }
-  }
-  if (moved) reclaim();
-  return s;
-}
-
-void segment_queue::reclaim() noexcept {
-  if (!lock_.try_lock()) return;  // someone else reclaims; the next move retries
-  // Under lock_: head_'s and tail_'s segments cannot be reclaimed but by us.
-  const std::uint64_t passed = std::min(head_.load(std::memory_order_seq_cst)->id.load(),
-                                        tail_.load(std::memory_order_seq_cst)->id.load());
-  while (first_->id.load(std::memory_order_relaxed) < passed &&
-         first_->holds.load(std::memory_order_seq_cst) == 0) {
-    segment* s = first_;
-    first_ = s->next.load(std::memory_order_acquire);
-    s->free_next = free_;
-    free_ = s;
-    live_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  lock_.unlock();
-}
-
 std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* object,
                                       const std::stop_token* stop) {
-  segment* s = hold(tail_);
+  list::segment* held = list::hold(cells_.side_a());
   const std::uint64_t i = enq_.fetch_add(1, std::memory_order_seq_cst);
-  s = walk(s, i / kSegmentCells, tail_);
-  std::atomic<std::uintptr_t>& cell = s->cells[i % kSegmentCells];
+  const auto [s, c] = cells_.at(held, i, cells_.side_a());
+  std::atomic<std::uintptr_t>& cell = c->word;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
   std::uintptr_t seen = kEmpty;
   if (!cell.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
     // A resume() came first and left its hand-over.
     cell.store(kTaken, std::memory_order_relaxed);
-    drop(s);
+    list::drop(s);
     return seen;
   }
   // An OS thread next in line spins a little first, as the TWA semaphore's
@@ -196,15 +103,15 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
     handed = cell.load(std::memory_order_acquire);
     cell.store(kTaken, std::memory_order_relaxed);
   }
-  drop(s);
+  list::drop(s);
   return handed;
 }
 
 bool segment_queue::resume(std::uintptr_t handover) {
-  segment* s = hold(head_);
+  list::segment* held = list::hold(cells_.side_b());
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
-  s = walk(s, i / kSegmentCells, head_);
-  std::atomic<std::uintptr_t>& cell = s->cells[i % kSegmentCells];
+  const auto [s, c] = cells_.at(held, i, cells_.side_b());
+  std::atomic<std::uintptr_t>& cell = c->word;
   std::uintptr_t seen = kEmpty;
   bool ok = true;
   if (!cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
@@ -214,7 +121,7 @@ bool segment_queue::resume(std::uintptr_t handover) {
       // (the TWA semaphore's successor-of-successor wake-up).
       if ((i + 1) % kSegmentCells != 0) {
         const std::uintptr_t behind =
-            s->cells[(i + 1) % kSegmentCells].load(std::memory_order_acquire);
+            s->cells[(i + 1) % kSegmentCells].word.load(std::memory_order_acquire);
         if (is_waiter(behind) && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
       }
       unpark(reinterpret_cast<waiter*>(seen));
@@ -222,7 +129,7 @@ bool segment_queue::resume(std::uintptr_t handover) {
       ok = false;  // CANCELLED: the waiter gave up before we came
     }
   }
-  drop(s);
+  list::drop(s);
   return ok;
 }
 

@@ -31,13 +31,9 @@
 //            stays with the caller, who retries ("simple cancellation", as
 //            kotlinx's Semaphore — see sync/segment_queue.cpp).
 //
-// Segments are reclaimed in order, oldest first, once both indices' segment
-// pointers have passed them and no operation holds them (a count per segment,
-// raised before an operation reads its starting pointer's segment and checked
-// again after). Holding a segment protects every later one, since reclamation
-// stops at the first held segment. Reclaimed segments are kept for reuse by
-// the same queue (type-stable: a stale count raise touches a segment, never
-// freed memory) and deleted with it. The protocol is model-checked in
+// The cells live in a segment_list (tessera/detail/segment_list.h): segments
+// reclaimed oldest first once both indices have passed them and no operation
+// holds them. The cells and the reclamation are model-checked in
 // tests/model/segment_queue.pml.
 #pragma once
 
@@ -47,7 +43,7 @@
 #include <stop_token>
 
 #include "tessera/detail/deadline.h"
-#include "tessera/detail/spin_lock.h"
+#include "tessera/detail/segment_list.h"
 
 namespace tessera {
 class waiter;
@@ -61,8 +57,7 @@ class segment_queue {
   /// PAUSE iterations an OS thread next in line spins before it parks.
   static constexpr std::uint32_t kSpins = 1024;
 
-  segment_queue();
-  ~segment_queue();
+  segment_queue() = default;
   segment_queue(const segment_queue&) = delete;
   segment_queue& operator=(const segment_queue&) = delete;
 
@@ -80,7 +75,7 @@ class segment_queue {
   /// Waiters parked right now (racy snapshot).
   std::ptrdiff_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
   /// Segments allocated and not reclaimed (for tests of the reclamation).
-  std::size_t live_segments() const noexcept { return live_.load(std::memory_order_relaxed); }
+  std::size_t live_segments() const noexcept { return cells_.live_segments(); }
 
   static constexpr std::uintptr_t kEmpty = 0, kPermit = 1, kTaken = 2, kCancelled = 3;
   /// An element pointer `p` (aligned to 2 at least) as a hand-over, and back.
@@ -93,32 +88,16 @@ class segment_queue {
   }
 
  private:
-  struct segment {
-    std::atomic<std::uint64_t> id{0};
-    std::atomic<segment*> next{nullptr};
-    std::atomic<std::int64_t> holds{0};  // operations in or walking from here
-    segment* free_next = nullptr;        // on the free list; guarded by lock_
-    std::atomic<std::uintptr_t> cells[kSegmentCells];
+  struct word_cell {
+    std::atomic<std::uintptr_t> word{kEmpty};
+    void reset() noexcept { word.store(kEmpty, std::memory_order_relaxed); }
   };
+  using list = segment_list<word_cell, kSegmentCells>;
 
-  /// Holds the segment `from` points to (raise, then check it is still there).
-  static segment* hold(const std::atomic<segment*>& from) noexcept;
-  static void drop(segment* s) noexcept { s->holds.fetch_sub(1, std::memory_order_seq_cst); }
-  /// From a held segment, the held segment `id` (created as needed); moves
-  /// `ptr` forward to it. Drops `s`.
-  segment* walk(segment* s, std::uint64_t id, std::atomic<segment*>& ptr);
-  segment* allocate(std::uint64_t id);
-  void reclaim() noexcept;
-
+  list cells_;
   alignas(64) std::atomic<std::uint64_t> enq_{0};
-  std::atomic<segment*> tail_;
   alignas(64) std::atomic<std::uint64_t> deq_{0};
-  std::atomic<segment*> head_;
   alignas(64) std::atomic<std::ptrdiff_t> parked_{0};
-  std::atomic<std::size_t> live_{0};
-  spin_lock lock_;            // reclaim and the free list (once per kSegmentCells operations)
-  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_
-  segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
 };
 
 }  // namespace tessera::detail

@@ -1,0 +1,172 @@
+// tessera/detail/segment_list.h — the infinite array of cells under the segment
+// queue synchronizer (segment_queue.h) and the lock-free channel
+// (lockfree_channel.h): cells allocated in segments of N, reached from two
+// moving pointers (one per side), and reclaimed oldest first.
+//
+// Reclamation (model-checked in tests/model/segment_queue.pml): a segment is
+// reclaimed once both sides' pointers have passed it and no operation holds
+// it. An operation raises the count of the segment it loaded from a pointer,
+// then loads the pointer again (hold()); walking forward it holds each next
+// segment before it lets go of the last. Reclamation stops at the first held
+// segment, so holding a segment protects every later one. Reclaimed segments
+// are kept for reuse by the same list (type-stable: a stale raise touches a
+// segment, never freed memory) and deleted with it. Why this is sound, with
+// seq_cst on both sides: if the reclaimer read a count of 0, the raise came
+// later, so the operation's second load sees a pointer that has moved on
+// (pointers only move forward) and it lets go and starts over — unless the
+// segment was reused and became that pointer's segment again, and then
+// holding it is holding the current segment, which is correct.
+//
+// Cell requirements: default constructible, and `void reset() noexcept`
+// (called on a segment before it is linked, fresh or reused; the cells of a
+// reclaimed segment are all in a final state, owning nothing).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+#include "tessera/detail/spin_lock.h"
+
+namespace tessera::detail {
+
+template <class Cell, std::size_t N>
+class segment_list {
+ public:
+  static constexpr std::size_t kCells = N;
+
+  struct segment {
+    std::atomic<std::uint64_t> id{0};
+    std::atomic<segment*> next{nullptr};
+    std::atomic<std::int64_t> holds{0};  // operations in or walking from here
+    segment* free_next = nullptr;        // on the free list; guarded by lock_
+    Cell cells[N];
+  };
+
+  segment_list() {
+    first_ = allocate(0);
+    a_.store(first_, std::memory_order_relaxed);
+    b_.store(first_, std::memory_order_relaxed);
+  }
+  ~segment_list() {
+    for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
+    for (segment* s = free_; s != nullptr;) delete std::exchange(s, s->free_next);
+  }
+  segment_list(const segment_list&) = delete;
+  segment_list& operator=(const segment_list&) = delete;
+
+  /// The two sides' pointers (enqueue/dequeue, send/receive).
+  std::atomic<segment*>& side_a() noexcept { return a_; }
+  std::atomic<segment*>& side_b() noexcept { return b_; }
+
+  /// Holds the segment `from` points to (raise, then check it is still there).
+  static segment* hold(const std::atomic<segment*>& from) noexcept {
+    for (;;) {
+      segment* s = from.load(std::memory_order_seq_cst);
+      s->holds.fetch_add(1, std::memory_order_seq_cst);
+      if (from.load(std::memory_order_seq_cst) == s) return s;
+      drop(s);
+    }
+  }
+  static void drop(segment* s) noexcept { s->holds.fetch_sub(1, std::memory_order_seq_cst); }
+
+  /// From a held segment, the held segment `id` (created as needed); moves
+  /// `ptr` (if given) forward to it and reclaims. Drops `s`. Never returns a
+  /// segment before `s`: with id < s's id it returns `s`.
+  segment* walk(segment* s, std::uint64_t id, std::atomic<segment*>* ptr) {
+    while (s->id.load(std::memory_order_acquire) < id) {
+      segment* n = s->next.load(std::memory_order_acquire);
+      if (n == nullptr) {
+        segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1);
+        if (s->next.compare_exchange_strong(n, fresh, std::memory_order_acq_rel)) {
+          n = fresh;
+        } else {
+          // Another operation linked one first: ours goes back for reuse.
+          live_.fetch_sub(1, std::memory_order_relaxed);
+          std::lock_guard lock(lock_);
+          fresh->free_next = free_;
+          free_ = fresh;
+        }
+      }
+      // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
+      n->holds.fetch_add(1, std::memory_order_seq_cst);
+      drop(s);
+      s = n;
+    }
+    if (ptr == nullptr) return s;
+    bool moved = false;
+    for (segment* cur = ptr->load(std::memory_order_acquire);
+         cur->id.load(std::memory_order_acquire) < s->id.load(std::memory_order_relaxed);) {
+      if (ptr->compare_exchange_weak(cur, s, std::memory_order_seq_cst)) {
+        moved = true;
+        break;
+      }
+    }
+    if (moved) reclaim();
+    return s;
+  }
+
+  /// The held segment and the cell of index `i`, walking from `held` — a
+  /// segment held *before* `i` was taken from its counter, so that it is not
+  /// past i's — and moving `side` forward.
+  std::pair<segment*, Cell*> at(segment* held, std::uint64_t i, std::atomic<segment*>& side) {
+    segment* s = walk(held, i / N, &side);
+    return {s, &s->cells[i % N]};
+  }
+
+  /// Segments allocated and not reclaimed (for tests of the reclamation).
+  std::size_t live_segments() const noexcept { return live_.load(std::memory_order_relaxed); }
+
+  /// Visits every cell of every segment not reclaimed, oldest first, as
+  /// fn(index, cell). Only with no operation running (destructors).
+  template <class Fn>
+  void for_each_quiescent(Fn&& fn) {
+    for (segment* s = first_; s != nullptr; s = s->next.load(std::memory_order_relaxed)) {
+      for (std::size_t k = 0; k < N; ++k) fn(s->id.load(std::memory_order_relaxed) * N + k, s->cells[k]);
+    }
+  }
+
+ private:
+  segment* allocate(std::uint64_t id) {
+    segment* s = nullptr;
+    {
+      std::lock_guard lock(lock_);
+      if (free_ != nullptr) s = std::exchange(free_, free_->free_next);
+    }
+    if (s == nullptr) s = new segment;
+    s->free_next = nullptr;
+    s->next.store(nullptr, std::memory_order_relaxed);
+    for (auto& c : s->cells) c.reset();
+    s->id.store(id, std::memory_order_relaxed);
+    live_.fetch_add(1, std::memory_order_relaxed);
+    return s;  // published by the release CAS that links it
+  }
+
+  void reclaim() noexcept {
+    if (!lock_.try_lock()) return;  // someone else reclaims; the next move retries
+    // Under lock_: the pointers' segments cannot be reclaimed but by us.
+    const std::uint64_t passed = std::min(a_.load(std::memory_order_seq_cst)->id.load(),
+                                          b_.load(std::memory_order_seq_cst)->id.load());
+    while (first_->id.load(std::memory_order_relaxed) < passed &&
+           first_->holds.load(std::memory_order_seq_cst) == 0) {
+      segment* s = first_;
+      first_ = s->next.load(std::memory_order_acquire);
+      s->free_next = free_;
+      free_ = s;
+      live_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    lock_.unlock();
+  }
+
+  alignas(64) std::atomic<segment*> a_;
+  alignas(64) std::atomic<segment*> b_;
+  alignas(64) std::atomic<std::size_t> live_{0};
+  spin_lock lock_;            // reclaim and the free list (once per N operations)
+  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_
+  segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
+};
+
+}  // namespace tessera::detail
