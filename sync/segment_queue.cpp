@@ -45,9 +45,9 @@ struct unpark_fn {
 
 std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* object,
                                       const std::stop_token* stop) {
-  list::segment* held = list::hold(cells_.side_a());
+  list::segment* held = list::hold(cells_.side(0));
   const std::uint64_t i = enq_.fetch_add(1, std::memory_order_seq_cst);
-  const auto [s, c] = cells_.at(held, i, cells_.side_a());
+  const auto [s, c] = cells_.at(held, i, cells_.side(0));
   std::atomic<std::uintptr_t>& cell = c->word;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
@@ -108,9 +108,9 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
 }
 
 bool segment_queue::resume(std::uintptr_t handover) {
-  list::segment* held = list::hold(cells_.side_b());
+  list::segment* held = list::hold(cells_.side(1));
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
-  const auto [s, c] = cells_.at(held, i, cells_.side_b());
+  const auto [s, c] = cells_.at(held, i, cells_.side(1));
   std::atomic<std::uintptr_t>& cell = c->word;
   std::uintptr_t seen = kEmpty;
   bool ok = true;

@@ -1,6 +1,13 @@
 // channel<T>: buffered and rendezvous, in every execution environment (threads,
-// fibers on 1/2/4 workers, mixed).
+// fibers on 1/2/4 workers, mixed). lockfree_channel_test.cpp runs the same
+// tests on lockfree_channel<T> (the same contract).
+#ifndef TEST_CHANNEL
 #include <tessera/channel.h>
+#define TEST_CHANNEL channel
+#define ChannelIn ChannelIn
+#define ChannelDeathTest ChannelDeathTest
+#define kChannelName "tessera::channel"
+#endif
 
 #include <atomic>
 #include <memory>
@@ -15,6 +22,9 @@ namespace tessera::test {
 namespace {
 
 using namespace std::chrono_literals;
+
+template <class T>
+using channel = TEST_CHANNEL<T>;
 
 // (environment, capacity): capacity 0 is the rendezvous channel.
 using channel_param = std::tuple<exec_kind, std::size_t>;
@@ -271,7 +281,7 @@ TEST(ChannelDeathTest, DestroyedWithWaitersAborts) {
         while (ch->waiting_receivers() == 0) std::this_thread::yield();
         delete ch;
       },
-      "tessera::channel destroyed while senders or receivers wait on it");
+      kChannelName " destroyed while senders or receivers wait on it");
 }
 #endif
 

@@ -67,27 +67,18 @@
 
 #include <chrono>
 #include <cstddef>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "tessera/detail/channel_common.h"
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 
 namespace tessera {
-
-/// What a channel operation did.
-enum class channel_status {
-  success,  ///< sent (buffered or handed off) / received
-  empty,    ///< try_receive: nothing to take now
-  full,     ///< try_send: no room now (capacity 0: no receiver waiting)
-  closed,   ///< the channel is closed (a receive: and drained)
-  timeout,  ///< the deadline passed first
-};
 
 template <class T>
 class channel {
@@ -216,29 +207,7 @@ class channel {
 
   /// Range-for over the values until the channel is closed and drained:
   /// `for (T& v : ch)`. Each step is a receive().
-  class iterator {
-   public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = T;
-    using difference_type = std::ptrdiff_t;
-    using pointer = T*;
-    using reference = T&;
-    iterator() = default;
-    explicit iterator(channel* ch) : ch_(ch) { ++*this; }
-    T& operator*() { return *value_; }
-    T* operator->() { return &*value_; }
-    iterator& operator++() {
-      value_ = ch_->receive();
-      if (!value_) ch_ = nullptr;
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    bool operator==(const iterator& o) const noexcept { return ch_ == o.ch_; }
-
-   private:
-    channel* ch_ = nullptr;
-    std::optional<T> value_;
-  };
+  using iterator = detail::receive_iterator<channel>;
   iterator begin() {
     return iterator(this);
   }

@@ -1,10 +1,11 @@
 // tessera/detail/segment_list.h — the infinite array of cells under the segment
 // queue synchronizer (segment_queue.h) and the lock-free channel
-// (lockfree_channel.h): cells allocated in segments of N, reached from two
-// moving pointers (one per side), and reclaimed oldest first.
+// (lockfree_channel.h): cells allocated in segments of N, reached from
+// `Sides` moving pointers (one per index that walks the array), and reclaimed
+// oldest first.
 //
 // Reclamation (model-checked in tests/model/segment_queue.pml): a segment is
-// reclaimed once both sides' pointers have passed it and no operation holds
+// reclaimed once every side's pointer has passed it and no operation holds
 // it. An operation raises the count of the segment it loaded from a pointer,
 // then loads the pointer again (hold()); walking forward it holds each next
 // segment before it lets go of the last. Reclamation stops at the first held
@@ -33,12 +34,12 @@
 
 namespace tessera::detail {
 
-template <class Cell, std::size_t N>
+template <class Cell, std::size_t N, std::size_t Sides = 2>
 class segment_list {
  public:
   static constexpr std::size_t kCells = N;
 
-  struct segment {
+  struct alignas(64) segment {  // aligned: a segment* has 6 low bits free
     std::atomic<std::uint64_t> id{0};
     std::atomic<segment*> next{nullptr};
     std::atomic<std::int64_t> holds{0};  // operations in or walking from here
@@ -46,10 +47,11 @@ class segment_list {
     Cell cells[N];
   };
 
-  segment_list() {
+  /// `sides`: how many of the Sides pointers move (the rest are ignored by
+  /// reclamation).
+  explicit segment_list(std::size_t sides = Sides) : active_(sides) {
     first_ = allocate(0);
-    a_.store(first_, std::memory_order_relaxed);
-    b_.store(first_, std::memory_order_relaxed);
+    for (auto& side : sides_) side.p.store(first_, std::memory_order_relaxed);
   }
   ~segment_list() {
     for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
@@ -58,9 +60,8 @@ class segment_list {
   segment_list(const segment_list&) = delete;
   segment_list& operator=(const segment_list&) = delete;
 
-  /// The two sides' pointers (enqueue/dequeue, send/receive).
-  std::atomic<segment*>& side_a() noexcept { return a_; }
-  std::atomic<segment*>& side_b() noexcept { return b_; }
+  /// Side k's pointer (enqueue/dequeue; send/receive/buffer end).
+  std::atomic<segment*>& side(std::size_t k) noexcept { return sides_[k].p; }
 
   /// Holds the segment `from` points to (raise, then check it is still there).
   static segment* hold(const std::atomic<segment*>& from) noexcept {
@@ -148,8 +149,10 @@ class segment_list {
   void reclaim() noexcept {
     if (!lock_.try_lock()) return;  // someone else reclaims; the next move retries
     // Under lock_: the pointers' segments cannot be reclaimed but by us.
-    const std::uint64_t passed = std::min(a_.load(std::memory_order_seq_cst)->id.load(),
-                                          b_.load(std::memory_order_seq_cst)->id.load());
+    std::uint64_t passed = ~std::uint64_t{0};
+    for (std::size_t k = 0; k < active_; ++k) {
+      passed = std::min(passed, sides_[k].p.load(std::memory_order_seq_cst)->id.load());
+    }
     while (first_->id.load(std::memory_order_relaxed) < passed &&
            first_->holds.load(std::memory_order_seq_cst) == 0) {
       segment* s = first_;
@@ -161,8 +164,11 @@ class segment_list {
     lock_.unlock();
   }
 
-  alignas(64) std::atomic<segment*> a_;
-  alignas(64) std::atomic<segment*> b_;
+  struct alignas(64) side_ptr {
+    std::atomic<segment*> p;
+  };
+  side_ptr sides_[Sides];
+  const std::size_t active_;
   alignas(64) std::atomic<std::size_t> live_{0};
   spin_lock lock_;            // reclaim and the free list (once per N operations)
   segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_

@@ -1,0 +1,596 @@
+// tessera/lockfree_channel.h — lockfree_channel<T>: channel<T>'s API and
+// guarantees (tessera/channel.h) with no lock on any send or receive path, for
+// fibers and OS threads. Bounded, closable, FIFO; capacity 0 makes it a
+// rendezvous channel.
+//
+// Contract (as channel<T>; the differences are marked)
+// - Order: FIFO. Each send takes the next send index and each receive the next
+//   receive index (fetch-and-add); the k-th send meets the k-th receive in
+//   cell k. A send that returns success happens-before the receive that gets
+//   its value. Parked senders waiting for room are served oldest first, and so
+//   are parked receivers.
+// - Rendezvous (capacity 0): send returns only once a receiver took the value;
+//   try_send succeeds only if a receiver waits, try_receive only if a sender does.
+// - Nothing is lost: a send that fails (closed, full, timeout) leaves its
+//   argument untouched; a timed call served just as its deadline passed
+//   reports success; close() never drops buffered values.
+// - Blocking calls park the caller; an OS thread first spins briefly. No
+//   spurious wake-ups are visible; timed calls never return `timeout` before
+//   the deadline (steady_clock; durations in any std::chrono unit).
+// - Who may call: any fiber or OS thread, mixed, any number of each; close()
+//   by anyone, more than once.
+// - Progress (the difference): no send or receive takes a lock. A party that
+//   comes to a cell its counterpart is still filling does not wait for it:
+//   it marks the cell broken and both take the next index. Waiting happens
+//   only where the contract waits (room, a value, a rendezvous). One segment
+//   of 32 cells is allocated per 32 operations and reused once both sides
+//   have passed it (the free list takes a short spin lock then).
+// - Snapshots (size(), waiting_senders(), waiting_receivers()) are counts, not
+//   walks, and may be momentarily off by the operations in flight.
+// - Requirements on T: nothrow move constructible and destructible.
+// - Misuse: destroying a channel while callers wait on it is undefined; debug
+//   builds (TESSERA_CHECKS) abort with a message saying so.
+// - Which to use: docs/design.md ("Channels") and docs/benchmarks.md compare
+//   the two; select() (tessera/select.h) works over channel<T>.
+//
+// Source: Koval, Alistarh & Elizarov, "Fast and Scalable Channels in Kotlin
+// Coroutines" (PPoPP 2023), whose algorithm this is, written anew on the
+// park façade; the rendezvous channel is the dual data structure of Koval &
+// Elizarov, "Dual Data Structures. Fast Semaphore.". An infinite array of
+// cells is reached by fetch-and-add on three indices: sends S, receives R,
+// and (buffered channels) the buffer's end B, which starts at the capacity.
+// The k-th send and the k-th receive meet in cell k. A send at s < B, or at
+// s < R (its receiver is there or on its way), never waits; one at s >= B
+// waits in its cell until a receive moves B past it (expand: the value enters
+// the buffer) or its receiver takes the value. Every receive index moves B on
+// by one (a receive that took a value, gave up, or broke a cell), so B - R
+// stays the capacity; a cell whose waiting sender gave up wastes the move,
+// and the expansion goes on to the next cell.
+//
+// Cells (one state word, and room for one T):
+//   EMPTY          neither side has come
+//   IN_BUFFER      B passed the cell before its sender came: it will not wait
+//   BUFFERED       a sender left its value here
+//   waiter*        a receiver, or a sender that may not buffer, waits here,
+//                  parked; its record says where the value goes or comes from
+//   BUSY           a counterpart (or the expansion, or close) claimed the
+//                  waiter and is moving the value
+//   DONE           the value passed; final
+//   SENDER_GONE    the sender waiting here gave up (deadline): its receiver
+//                  takes a new index, the expansion moves on
+//   RECEIVER_GONE  the receiver waiting here gave up: its sender takes a new index
+//   POISONED       a try_ call found its counterpart still on its way and broke
+//                  the cell rather than wait for it: the other takes a new index
+//   CLOSED         close() broke it (EMPTY or IN_BUFFER, or a waiter it woke)
+//
+// close(): sets the closed bit of the send index (fetch-or), which freezes
+// which cells have senders (those below it), and breaks every EMPTY, IN_BUFFER
+// or waiting cell between the send and receive indices, leaving BUFFERED ones
+// for receivers to drain. A receive index at or past the frozen send index
+// fails: closed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/detail/channel_common.h"
+#include "tessera/detail/cpu.h"
+#include "tessera/detail/deadline.h"
+#include "tessera/detail/segment_list.h"
+#include "tessera/park.h"
+
+namespace tessera {
+
+template <class T>
+class lockfree_channel {
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "tessera::lockfree_channel<T>: T must be nothrow move constructible");
+
+ public:
+  using value_type = T;
+
+  /// A channel buffering up to `capacity` values; 0 makes it a rendezvous channel.
+  explicit lockfree_channel(std::size_t capacity)
+      : capacity_(capacity), cells_(capacity > 0 ? 3 : 2), buffer_end_(capacity) {}
+  ~lockfree_channel() {
+    cells_.for_each_quiescent([](std::uint64_t, cell& c) {
+      const std::uintptr_t st = c.state.load(std::memory_order_relaxed);
+      if (st == kBuffered) std::destroy_at(c.value());
+#if TESSERA_CHECKS
+      if (is_record(st)) {
+        detail::misuse_abort(
+            "tessera::lockfree_channel destroyed while senders or receivers wait on it");
+      }
+#endif
+    });
+  }
+  lockfree_channel(const lockfree_channel&) = delete;
+  lockfree_channel& operator=(const lockfree_channel&) = delete;
+
+  /// Values the channel buffers at most (0: rendezvous).
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
+  /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
+  /// closed first.
+  bool send(T&& v) { return send_impl(v, {}, false) == channel_status::success; }
+  bool send(const T& v) {
+    T copy(v);
+    return send(std::move(copy));
+  }
+  /// Sends without waiting: success, full, or closed (`v` untouched unless success).
+  channel_status try_send(T&& v) { return send_impl(v, {}, true); }
+  channel_status try_send(const T& v) {
+    T copy(v);
+    return try_send(std::move(copy));
+  }
+  /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
+  template <class Rep, class Period>
+  channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
+    return send_impl(v, detail::deadline::after(d), false);
+  }
+  template <class Clock, class Duration>
+  channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
+    return send_impl(v, detail::deadline::at(t), false);
+  }
+
+  /// Receives the oldest value, parking while there is none. Returns nullopt
+  /// once the channel is closed and drained.
+  std::optional<T> receive() {
+    std::optional<T> out;
+    (void)receive_impl(out, {}, false);
+    return out;
+  }
+  /// Receives without waiting: success (into `out`), empty, or closed (and drained).
+  channel_status try_receive(T& out) { return receive_into(out, {}, true); }
+  /// receive() with a deadline: success (into `out`), closed, or timeout.
+  template <class Rep, class Period>
+  channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
+    return receive_into(out, detail::deadline::after(d), false);
+  }
+  template <class Clock, class Duration>
+  channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
+    return receive_into(out, detail::deadline::at(t), false);
+  }
+
+  /// Closes the channel: later and parked sends fail; receives drain what is
+  /// buffered, then fail. Idempotent.
+  void close() noexcept;
+  /// Whether close() has been called (a snapshot).
+  bool is_closed() const noexcept {
+    return (sends_.load(std::memory_order_acquire) & kClosedBit) != 0;
+  }
+  /// Values buffered now (a snapshot: sends past receives, at most capacity;
+  /// a send or receive in flight may count already).
+  std::size_t size() const noexcept {
+    if (capacity_ == 0) return 0;
+    const std::uint64_t r = receives_.load(std::memory_order_acquire);
+    std::uint64_t s = sends_.load(std::memory_order_acquire);
+    if ((s & kClosedBit) != 0) s = closed_at();
+    return s > r ? static_cast<std::size_t>(std::min<std::uint64_t>(s - r, capacity_)) : 0;
+  }
+  /// Senders parked now (a snapshot).
+  std::size_t waiting_senders() const noexcept {
+    const std::ptrdiff_t n = parked_senders_.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  /// Receivers parked now (a snapshot).
+  std::size_t waiting_receivers() const noexcept {
+    const std::ptrdiff_t n = parked_receivers_.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+
+  /// Range-for over the values until the channel is closed and drained:
+  /// `for (T& v : ch)`. Each step is a receive().
+  using iterator = detail::receive_iterator<lockfree_channel>;
+  iterator begin() { return iterator(this); }
+  iterator end() noexcept { return iterator(); }
+
+ private:
+  static constexpr std::uint64_t kClosedBit = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
+  // Cell states; a waiter's record is a pointer (>= kRecord), its low bit set
+  // for a sender.
+  static constexpr std::uintptr_t kEmpty = 0, kBuffered = 1, kDone = 2, kSenderGone = 3,
+                                  kReceiverGone = 4, kPoisoned = 5, kClosed = 6, kBusy = 7,
+                                  kInBuffer = 8, kRecord = 16;
+  static constexpr std::uint32_t kSpins = 512;  // an OS thread's spin before it parks
+  enum side : std::size_t { kSendSide, kReceiveSide, kBufferSide };
+
+  struct cell {
+    std::atomic<std::uintptr_t> state{kEmpty};
+    alignas(T) unsigned char storage[sizeof(T)];
+    void reset() noexcept { state.store(kEmpty, std::memory_order_relaxed); }
+    T* value() noexcept { return std::launder(reinterpret_cast<T*>(storage)); }
+  };
+  using list = detail::segment_list<cell, 32, 3>;
+  using segment = typename list::segment;
+
+  /// A parked party: who, and where its value is (a sender's T, a receiver's
+  /// std::optional<T>).
+  struct alignas(8) record {
+    waiter* who;
+    void* data;
+  };
+  static bool is_record(std::uintptr_t st) noexcept { return st >= kRecord; }
+  static bool is_sender(std::uintptr_t st) noexcept { return is_record(st) && (st & 1) != 0; }
+  static bool is_receiver(std::uintptr_t st) noexcept { return is_record(st) && (st & 1) == 0; }
+  static record* record_of(std::uintptr_t st) noexcept {
+    return reinterpret_cast<record*>(st & ~std::uintptr_t{1});
+  }
+
+  /// What a party did at its cell: a final status, or go round with a new index.
+  struct outcome {
+    bool retry;
+    channel_status status;
+  };
+  static constexpr outcome kRetry{true, channel_status::success};
+  static constexpr outcome done(channel_status s) noexcept { return {false, s}; }
+
+  channel_status send_impl(T& v, detail::deadline d, bool try_only);
+  channel_status receive_impl(std::optional<T>& out, detail::deadline d, bool try_only);
+  channel_status receive_into(T& out, detail::deadline d, bool try_only) {
+    std::optional<T> got;
+    const channel_status s = receive_impl(got, d, try_only);
+    if (s == channel_status::success) out = std::move(*got);
+    return s;
+  }
+  /// The sender of index `s` at its cell.
+  outcome send_in(cell& c, std::uint64_t s, T& v, detail::deadline d, bool try_only);
+  /// The receiver at its cell. `expands`: whether this index still owes the
+  /// buffer's end its move (set false where it was paid, or is not owed).
+  outcome receive_in(cell& c, std::optional<T>& out, detail::deadline d, bool try_only,
+                     bool& expands);
+  /// Moves the buffer's end on by one cell (and on past cells whose waiting
+  /// sender gave up); a sender waiting in the cell it reaches is buffered.
+  void expand_buffer() noexcept;
+  /// expand_buffer() at its cell. True: the move was wasted, go on.
+  static bool expand_in(cell& c) noexcept;
+  /// Whether the sender of index `s` may leave its value without waiting:
+  /// inside the buffer, or its receiver is there or on its way.
+  bool may_buffer(std::uint64_t s) const noexcept {
+    return s < receives_.load(std::memory_order_seq_cst) ||
+           (capacity_ > 0 && s < buffer_end_.load(std::memory_order_seq_cst));
+  }
+  /// Claims the waiter recorded in `st` (CAS to BUSY), runs `move(record&)`,
+  /// stores `to` and unparks the waiter. False: the cell changed.
+  template <class Move>
+  static bool serve(cell& c, std::uintptr_t st, Move&& move,
+                    std::uintptr_t to = kDone) noexcept {
+    if (!c.state.compare_exchange_strong(st, kBusy, std::memory_order_acq_rel)) return false;
+    record* r = record_of(st);
+    waiter* who = r->who;
+    move(*r);
+    c.state.store(to, std::memory_order_release);
+    unpark(who);
+    return true;
+  }
+  /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
+  /// until the deadline, when it stores `gone` if still `mine`. Returns the
+  /// final state.
+  std::uintptr_t await(cell& c, std::uintptr_t mine, detail::deadline d, const char* kind,
+                       std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone);
+  /// The frozen send index of a closed channel (close() publishes it just
+  /// after it sets the bit).
+  std::uint64_t closed_at() const noexcept {
+    std::uint64_t at;
+    while ((at = closed_at_.load(std::memory_order_acquire)) == kUnknown) detail::cpu_relax();
+    return at;
+  }
+  /// Sends that may still come: the send index, frozen once closed.
+  std::uint64_t send_limit() const noexcept {
+    const std::uint64_t s = sends_.load(std::memory_order_seq_cst);
+    return (s & kClosedBit) != 0 ? closed_at() : s;
+  }
+  /// Breaks cell `c` (EMPTY, IN_BUFFER or a waiter, whom it wakes) into CLOSED.
+  static void break_cell(cell& c) noexcept;
+
+  const std::size_t capacity_;
+  list cells_;  // sides: sends, receives, the buffer's end
+  alignas(64) std::atomic<std::uint64_t> sends_{0};  // with kClosedBit
+  alignas(64) std::atomic<std::uint64_t> receives_{0};
+  alignas(64) std::atomic<std::uint64_t> buffer_end_;
+  alignas(64) std::atomic<std::uint64_t> closed_at_{kUnknown};
+  std::atomic<std::ptrdiff_t> parked_senders_{0};
+  std::atomic<std::ptrdiff_t> parked_receivers_{0};
+};
+
+template <class T>
+std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::deadline d,
+                                         const char* kind, std::atomic<std::ptrdiff_t>& parked,
+                                         std::uintptr_t gone) {
+  std::uintptr_t st = mine;
+  if (should_spin()) {
+    for (std::uint32_t k = 0; k < kSpins && (st = c.state.load(std::memory_order_acquire)) == mine;
+         ++k) {
+      detail::cpu_relax();
+    }
+  }
+  bool counted = false;
+  const wait_scope scope(kind, this);
+  for (;;) {
+    st = c.state.load(std::memory_order_acquire);
+    if (st == mine) {
+      if (!counted) {
+        parked.fetch_add(1, std::memory_order_relaxed);
+        counted = true;
+      }
+      if (!d) {
+        park();
+        continue;
+      }
+      if (park_until(*d)) continue;
+      if (c.state.compare_exchange_strong(st, gone, std::memory_order_acq_rel)) {
+        st = gone;
+        break;
+      }
+      continue;
+    }
+    if (st == kBusy) {  // a counterpart is moving the value: a few instructions
+      detail::cpu_relax();
+      continue;
+    }
+    break;
+  }
+  if (counted) parked.fetch_sub(1, std::memory_order_relaxed);
+  return st;
+}
+
+template <class T>
+channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try_only) {
+  if (is_closed()) return channel_status::closed;
+  for (;;) {
+    segment* held = list::hold(cells_.side(kSendSide));
+    std::uint64_t s = sends_.load(std::memory_order_seq_cst);
+    if (try_only) {
+      // Take an index only where the value need not wait.
+      if ((s & kClosedBit) == 0 && !may_buffer(s)) {
+        list::drop(held);
+        return channel_status::full;
+      }
+      if ((s & kClosedBit) == 0 &&
+          !sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
+        list::drop(held);
+        continue;
+      }
+    } else {
+      s = sends_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    if ((s & kClosedBit) != 0) {
+      list::drop(held);
+      return channel_status::closed;
+    }
+    const auto [seg, c] = cells_.at(held, s, cells_.side(kSendSide));
+    const outcome o = send_in(*c, s, v, d, try_only);
+    list::drop(seg);
+    if (!o.retry) return o.status;
+  }
+}
+
+template <class T>
+typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std::uint64_t s,
+                                                                   T& v, detail::deadline d,
+                                                                   bool try_only) {
+  std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  for (;;) {
+    if (is_receiver(st)) {
+      auto give = [&](record& r) { static_cast<std::optional<T>*>(r.data)->emplace(std::move(v)); };
+      if (serve(c, st, give)) return done(channel_status::success);
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kInBuffer || (st == kEmpty && capacity_ > 0 && may_buffer(s))) {
+      ::new (static_cast<void*>(c.storage)) T(std::move(v));
+      if (c.state.compare_exchange_strong(st, kBuffered, std::memory_order_acq_rel)) {
+        return done(channel_status::success);
+      }
+      // The receiver, a try_receive or close came first: take it back.
+      std::destroy_at(&v);
+      ::new (static_cast<void*>(&v)) T(std::move(*c.value()));
+      std::destroy_at(c.value());
+      continue;
+    }
+    if (st == kEmpty && try_only) {
+      // Rendezvous: the receiver of this cell is on its way; do not wait for it.
+      if (c.state.compare_exchange_strong(st, kPoisoned, std::memory_order_acq_rel)) return kRetry;
+      continue;
+    }
+    if (st == kEmpty) {
+      record me{self(), &v};
+      const auto mine = reinterpret_cast<std::uintptr_t>(&me) | 1;
+      if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
+      const std::uintptr_t end = await(c, mine, d, "channel send", parked_senders_, kSenderGone);
+      return done(end == kDone || end == kBuffered ? channel_status::success
+                  : end == kSenderGone              ? channel_status::timeout
+                                                    : channel_status::closed);
+    }
+    if (st == kClosed) return done(channel_status::closed);
+    return kRetry;  // RECEIVER_GONE, POISONED: the next index
+  }
+}
+
+template <class T>
+channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::deadline d,
+                                                 bool try_only) {
+  for (;;) {
+    segment* held = list::hold(cells_.side(kReceiveSide));
+    std::uint64_t r;
+    if (try_only) {
+      // Take an index only where a sender has one.
+      r = receives_.load(std::memory_order_seq_cst);
+      if (r >= send_limit()) {
+        list::drop(held);
+        return is_closed() ? channel_status::closed : channel_status::empty;
+      }
+      if (!receives_.compare_exchange_strong(r, r + 1, std::memory_order_seq_cst)) {
+        list::drop(held);
+        continue;
+      }
+    } else {
+      r = receives_.fetch_add(1, std::memory_order_seq_cst);
+      if (is_closed() && r >= closed_at()) {
+        list::drop(held);
+        return channel_status::closed;
+      }
+    }
+    const auto [seg, c] = cells_.at(held, r, cells_.side(kReceiveSide));
+    bool expands = capacity_ > 0;
+    const outcome o = receive_in(*c, out, d, try_only, expands);
+    list::drop(seg);
+    if (expands) expand_buffer();
+    if (!o.retry) return o.status;
+  }
+}
+
+template <class T>
+typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(cell& c,
+                                                                      std::optional<T>& out,
+                                                                      detail::deadline d,
+                                                                      bool try_only,
+                                                                      bool& expands) {
+  std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  for (;;) {
+    if (st == kBuffered) {
+      out.emplace(std::move(*c.value()));
+      std::destroy_at(c.value());
+      c.state.store(kDone, std::memory_order_relaxed);
+      return done(channel_status::success);
+    }
+    if (is_sender(st)) {
+      auto take = [&](record& r) { out.emplace(std::move(*static_cast<T*>(r.data))); };
+      if (serve(c, st, take)) return done(channel_status::success);
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kBusy) {  // the expansion is buffering the sender waiting here
+      detail::cpu_relax();
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kEmpty || st == kInBuffer) {
+      if (try_only) {
+        // The sender of this cell is on its way; do not wait for it.
+        if (c.state.compare_exchange_strong(st, kPoisoned, std::memory_order_acq_rel)) {
+          return kRetry;
+        }
+        continue;
+      }
+      record me{self(), &out};
+      const auto mine = reinterpret_cast<std::uintptr_t>(&me);
+      if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
+      if (expands) {
+        // This index owes the buffer's end its move whatever comes of the
+        // wait: pay it now, so that senders behind need not wait for ours.
+        expand_buffer();
+        expands = false;
+      }
+      const std::uintptr_t end =
+          await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone);
+      if (end == kDone) return done(channel_status::success);
+      if (end == kReceiverGone) return done(channel_status::timeout);
+      return kRetry;  // broken by close: drain on, or find it closed
+    }
+    // SENDER_GONE: the expansion that meets it goes on, so this index owes
+    // nothing. CLOSED, POISONED (rendezvous): the next index.
+    if (st == kSenderGone) expands = false;
+    return kRetry;
+  }
+}
+
+template <class T>
+void lockfree_channel<T>::expand_buffer() noexcept {
+  for (;;) {
+    segment* held = list::hold(cells_.side(kBufferSide));
+    const std::uint64_t b = buffer_end_.fetch_add(1, std::memory_order_seq_cst);
+    // Walk even when there is nothing to do, so that this side's pointer
+    // keeps up and reclamation is not held back by it.
+    const auto [seg, c] = cells_.at(held, b, cells_.side(kBufferSide));
+    // No sender at b yet: the one that comes finds b inside the buffer.
+    const bool wasted = b < send_limit() && expand_in(*c);
+    list::drop(seg);
+    if (!wasted) return;
+  }
+}
+
+template <class T>
+bool lockfree_channel<T>::expand_in(cell& c) noexcept {
+  std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  for (;;) {
+    if (st == kEmpty) {  // its sender is on its way: it will not wait
+      if (c.state.compare_exchange_strong(st, kInBuffer, std::memory_order_acq_rel)) return false;
+      continue;
+    }
+    if (is_sender(st)) {  // buffer the value of the sender waiting here
+      auto buffer = [&](record& r) {
+        ::new (static_cast<void*>(c.storage)) T(std::move(*static_cast<T*>(r.data)));
+      };
+      if (serve(c, st, buffer, kBuffered)) return false;
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kBusy) {  // its receiver is taking from the sender waiting here
+      detail::cpu_relax();
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    return st == kSenderGone;  // wasted: no value will ever be buffered here
+  }
+}
+
+template <class T>
+void lockfree_channel<T>::break_cell(cell& c) noexcept {
+  std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  for (;;) {
+    if (st == kEmpty || st == kInBuffer) {
+      if (c.state.compare_exchange_weak(st, kClosed, std::memory_order_acq_rel)) return;
+      continue;
+    }
+    if (is_record(st)) {
+      // Claim it first: the record lives on the waiter's stack until it sees
+      // the cell change.
+      if (serve(c, st, [](record&) {}, kClosed)) return;
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    if (st == kBusy) {
+      detail::cpu_relax();
+      st = c.state.load(std::memory_order_acquire);
+      continue;
+    }
+    return;  // BUFFERED stays to be drained; the rest are final
+  }
+}
+
+template <class T>
+void lockfree_channel<T>::close() noexcept {
+  const std::uint64_t s = sends_.fetch_or(kClosedBit, std::memory_order_seq_cst);
+  if ((s & kClosedBit) != 0) return;
+  closed_at_.store(s, std::memory_order_release);
+  // Cells between the indices: receivers past the frozen send index, or
+  // senders' cells no receiver has reached yet.
+  const std::uint64_t r = receives_.load(std::memory_order_seq_cst);
+  const std::uint64_t lo = std::min(r, s), hi = std::max(r, s);
+  if (lo == hi) return;
+  segment* a = list::hold(cells_.side(kSendSide));
+  segment* b = list::hold(cells_.side(kReceiveSide));
+  const bool a_first = a->id.load(std::memory_order_relaxed) <= b->id.load(std::memory_order_relaxed);
+  segment* seg = a_first ? a : b;
+  list::drop(a_first ? b : a);
+  // Cells before the held segment are in reclaimed segments: nobody is in them.
+  for (std::uint64_t i = std::max<std::uint64_t>(lo, seg->id.load() * list::kCells); i < hi; ++i) {
+    seg = cells_.walk(seg, i / list::kCells, nullptr);
+    break_cell(seg->cells[i % list::kCells]);
+  }
+  list::drop(seg);
+}
+
+}  // namespace tessera
