@@ -25,6 +25,7 @@
 // use round_robin on a fresh thread.
 #include <tessera/tessera.h>
 
+#include "boost_pool.h"
 #include "harness.h"
 #include "pingpong.h"
 
@@ -59,6 +60,7 @@ double seconds_since(steady::time_point t0) {
 
 // Tessera and Boost.Fiber run interleaved, so that a slow stretch of a shared
 // machine lands on both alike and the ratios of one run stay fair.
+using tessera::bench::boost_pool;
 using tessera::bench::interleaved_medians;
 
 // ---- Boost.Fiber harnesses -------------------------------------------------------
@@ -68,71 +70,6 @@ double boost_1thread(const std::function<double()>& fn) {
   std::thread([&] { out = fn(); }).join();
   return out;
 }
-
-// One work_stealing pool of two threads for the whole process. Jobs run on the
-// main fiber of thread 0; thread 1 steals.
-class boost_pool {
- public:
-  static boost_pool& get() {
-    static boost_pool pool;
-    return pool;
-  }
-  double run(std::function<double()> job) {
-    std::unique_lock lock(mu_);
-    job_ = std::move(job);
-    has_job_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return !has_job_; });
-    return result_;
-  }
-  ~boost_pool() {
-    {
-      std::lock_guard lock(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    t0_.join();
-    t1_.join();
-  }
-
- private:
-  boost_pool() {
-    t1_ = std::thread([this] {
-      bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
-      std::unique_lock lock(done_mu_);
-      done_cv_.wait(lock, [this] { return done_; });
-    });
-    t0_ = std::thread([this] {
-      bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
-      for (;;) {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return has_job_ || quit_; });
-        if (quit_) break;
-        auto job = std::move(job_);
-        lock.unlock();
-        const double r = job();
-        lock.lock();
-        result_ = r;
-        has_job_ = false;
-        cv_.notify_all();
-      }
-      {
-        std::lock_guard lock(done_mu_);
-        done_ = true;
-      }
-      done_cv_.notify_all();
-    });
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<double()> job_;
-  bool has_job_ = false, quit_ = false;
-  double result_ = 0;
-  bf::mutex done_mu_;
-  bf::condition_variable done_cv_;
-  bool done_ = false;
-  std::thread t0_, t1_;
-};
 
 // ---- skynet -------------------------------------------------------------------------
 // The same code for both libraries: `Fiber` is tessera::fiber or bf::fiber.

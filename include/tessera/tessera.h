@@ -18,6 +18,10 @@
 //   <tessera/barrier.h>            barrier
 //   <tessera/wait_group.h>         wait_group
 //   <tessera/channel.h>            channel<T> (buffered or rendezvous, closable)
+//   <tessera/lockfree_channel.h>   lockfree_channel<T> (channel<T>'s contract, no lock on any path)
+//   <tessera/select.h>             select, try_select, select_for/until, recv_case, send_case
+//   <tessera/blocking_pool.h>      blocking_pool<T, pool_order> (take waits while empty)
+//   <tessera/blocking_stack.h>     blocking_stack<T> (pop waits while empty)
 //   <tessera/jobs.h>               task_group, parallel_for/_each/_reduce/_invoke, task_graph, pinned_queue, priority
 //   <tessera/version.h>            TESSERA_VERSION_*, tessera::version
 // clang-format on
@@ -25,6 +29,8 @@
 
 #include <tessera/atomic_wait.h>
 #include <tessera/barrier.h>
+#include <tessera/blocking_pool.h>
+#include <tessera/blocking_stack.h>
 #include <tessera/channel.h>
 #include <tessera/condition_variable.h>
 #include <tessera/event.h>
@@ -32,10 +38,12 @@
 #include <tessera/jobs.h>
 #include <tessera/latch.h>
 #include <tessera/location_wait.h>
+#include <tessera/lockfree_channel.h>
 #include <tessera/mutex.h>
 #include <tessera/net.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
+#include <tessera/select.h>
 #include <tessera/semaphore.h>
 #include <tessera/shared_mutex.h>
 #include <tessera/version.h>

@@ -76,6 +76,7 @@
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/park_list.h"
+#include "tessera/detail/select_node.h"
 #include "tessera/detail/spin_lock.h"
 
 namespace tessera {
@@ -169,11 +170,11 @@ class channel {
     // Parked callers are taken one per lock hold, so their unparks run outside it.
     for (;;) {
       lock_.lock();
-      detail::park_node* n = senders_.front();
       detail::park_list* list = &senders_;
+      detail::park_node* n = claim_front(senders_);
       if (n == nullptr) {
-        n = receivers_.front();
         list = &receivers_;
+        n = claim_front(receivers_);
       }
       waiter* who = n != nullptr ? list->take(*n, kClosed) : nullptr;
       lock_.unlock();
@@ -221,12 +222,62 @@ class channel {
   // park_mark::closed: close() woke it, nothing happened.
   static constexpr detail::park_mark kDone = detail::park_mark::handed;
   static constexpr detail::park_mark kClosed = detail::park_mark::closed;
-  struct send_node : detail::park_node {
+  template <class>
+  friend class detail::select_arm_of;
+  struct send_node : detail::channel_node {
     T* value = nullptr;
   };
-  struct receive_node : detail::park_node {
+  struct receive_node : detail::channel_node {
     std::optional<T>* slot = nullptr;
   };
+
+  /// The front of `list` that may be served: a select's node is claimed
+  /// first, and one whose select another case (or its deadline) won is
+  /// unlinked and passed over. Under lock_.
+  static detail::park_node* claim_front(detail::park_list& list) noexcept {
+    for (;;) {
+      auto* n = static_cast<detail::channel_node*>(list.front());
+      if (n == nullptr || n->claim()) return n;
+      list.unlink(*n);
+      n->linked = false;
+    }
+  }
+
+  /// send()'s part that never waits, under lock_: closed, success (handed to
+  /// a receiver, whom it returns in `who`, or buffered), or full.
+  channel_status send_now(T& v, waiter*& who) noexcept {
+    if (closed_) return channel_status::closed;
+    if (detail::park_node* r = claim_front(receivers_); r != nullptr) {  // buffer empty
+      static_cast<receive_node*>(r)->slot->emplace(std::move(v));
+      who = receivers_.take(*r, kDone);
+      return channel_status::success;
+    }
+    if (count_ < capacity_) {
+      push_back(std::move(v));
+      return channel_status::success;
+    }
+    return channel_status::full;
+  }
+  /// receive()'s part that never waits, under lock_: success (a parked sender
+  /// whose value it took is returned in `who`), closed, or empty.
+  channel_status receive_now(std::optional<T>& out, waiter*& who) noexcept {
+    const bool buffered = count_ > 0;
+    if (buffered) pop_front(out);
+    // A parked sender (the buffer is full, or capacity is 0): its value refills
+    // the slot just freed, or, with nothing buffered, is ours directly.
+    if (detail::park_node* s = claim_front(senders_); s != nullptr) {
+      T& v = *static_cast<send_node*>(s)->value;
+      if (buffered) {
+        push_back(std::move(v));
+      } else {
+        out.emplace(std::move(v));
+      }
+      who = senders_.take(*s, kDone);
+      return channel_status::success;
+    }
+    if (buffered) return channel_status::success;
+    return closed_ ? channel_status::closed : channel_status::empty;
+  }
 
   // Buffer ring, under lock_.
   void push_back(T&& v) noexcept {
@@ -243,25 +294,12 @@ class channel {
 
   channel_status send_impl(T& v, detail::deadline deadline, bool try_only) {
     lock_.lock();
-    if (closed_) {
+    waiter* who = nullptr;
+    const channel_status now = send_now(v, who);
+    if (now != channel_status::full || try_only) {
       lock_.unlock();
-      return channel_status::closed;
-    }
-    if (detail::park_node* r = receivers_.front(); r != nullptr) {  // buffer empty
-      static_cast<receive_node*>(r)->slot->emplace(std::move(v));
-      waiter* who = receivers_.take(*r, kDone);
-      lock_.unlock();
-      unpark(who);
-      return channel_status::success;
-    }
-    if (count_ < capacity_) {
-      push_back(std::move(v));
-      lock_.unlock();
-      return channel_status::success;
-    }
-    if (try_only) {
-      lock_.unlock();
-      return channel_status::full;
+      if (who != nullptr) unpark(who);
+      return now;
     }
     send_node n;
     n.value = &v;
@@ -271,29 +309,12 @@ class channel {
 
   channel_status receive_impl(std::optional<T>& out, detail::deadline deadline, bool try_only) {
     lock_.lock();
-    const bool buffered = count_ > 0;
-    if (buffered) pop_front(out);
-    // A parked sender (the buffer is full, or capacity is 0): its value refills
-    // the slot just freed, or, with nothing buffered, is ours directly.
     waiter* who = nullptr;
-    if (detail::park_node* s = senders_.front(); s != nullptr) {
-      T& v = *static_cast<send_node*>(s)->value;
-      if (buffered) {
-        push_back(std::move(v));
-      } else {
-        out.emplace(std::move(v));
-      }
-      who = senders_.take(*s, kDone);
-    }
-    if (buffered || who != nullptr) {
+    const channel_status now = receive_now(out, who);
+    if (now != channel_status::empty || try_only) {
       lock_.unlock();
       if (who != nullptr) unpark(who);
-      return channel_status::success;
-    }
-    if (closed_ || try_only) {
-      const bool closed = closed_;
-      lock_.unlock();
-      return closed ? channel_status::closed : channel_status::empty;
+      return now;
     }
     receive_node n;
     n.slot = &out;
