@@ -45,9 +45,9 @@ struct unpark_fn {
 
 std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* object,
                                       const std::stop_token* stop) {
-  list::segment* held = list::hold(cells_.side(0));
+  list::segment* held = cells_.hold(0);
   const std::uint64_t i = enq_.fetch_add(1, std::memory_order_seq_cst);
-  const auto [s, c] = cells_.at(held, i, cells_.side(0));
+  const auto [s, c] = cells_.at(held, i, 0);
   std::atomic<std::uintptr_t>& cell = c->word;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
@@ -55,7 +55,7 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   if (!cell.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
     // A resume() came first and left its hand-over.
     cell.store(kTaken, std::memory_order_relaxed);
-    list::drop(s);
+    list::drop(s, 0);
     return seen;
   }
   // An OS thread next in line spins a little first, as the TWA semaphore's
@@ -103,14 +103,14 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
     handed = cell.load(std::memory_order_acquire);
     cell.store(kTaken, std::memory_order_relaxed);
   }
-  list::drop(s);
+  list::drop(s, 0);
   return handed;
 }
 
 bool segment_queue::resume(std::uintptr_t handover) {
-  list::segment* held = list::hold(cells_.side(1));
+  list::segment* held = cells_.hold(1);
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
-  const auto [s, c] = cells_.at(held, i, cells_.side(1));
+  const auto [s, c] = cells_.at(held, i, 1);
   std::atomic<std::uintptr_t>& cell = c->word;
   std::uintptr_t seen = kEmpty;
   bool ok = true;
@@ -129,7 +129,7 @@ bool segment_queue::resume(std::uintptr_t handover) {
       ok = false;  // CANCELLED: the waiter gave up before we came
     }
   }
-  list::drop(s);
+  list::drop(s, 1);
   return ok;
 }
 

@@ -16,6 +16,7 @@
 #include <tessera/tessera.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -173,10 +174,16 @@ int main(int argc, char** argv) {
   app.add_option("--items", items, "items per run; default 200000, --quick 40000");
   app.add_option("--go", go, "the Go peer (built from bench/peers/chan); without it, no Go column");
   app.add_option("--csv", csv, "also write the table as CSV here");
+  std::vector<std::string> only;
+  app.add_option("--only", only, "run only these groups: threads, fibers, select")
+      ->check(CLI::IsMember({"threads", "fibers", "select"}));
   CLI11_PARSE(app, argc, argv);
   if (runs <= 0) runs = quick ? 3 : 5;
   if (items <= 0) items = quick ? 40000 : 200000;
 
+  auto want = [&](const char* group) {
+    return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
+  };
   std::vector<row> rows;
   const std::vector<int> thread_pairs{1, 2, 4, 8, 16};
   const std::vector<int> fiber_pairs{1, 4, 16};
@@ -188,6 +195,7 @@ int main(int argc, char** argv) {
 
   for (std::size_t cap : {std::size_t{0}, std::size_t{64}}) {
     for (int pairs : thread_pairs) {
+      if (!want("threads")) break;
       bar.step("threads, capacity " + std::to_string(cap) + ", P=" + std::to_string(pairs));
       const auto [lf, sp, bo, g] = interleaved_medians(
           runs,
@@ -212,6 +220,7 @@ int main(int argc, char** argv) {
                       sp, bo, g});
     }
     for (int pairs : fiber_pairs) {
+      if (!want("fibers")) break;
       bar.step("fibers, capacity " + std::to_string(cap) + ", P=" + std::to_string(pairs));
       const auto [lf, sp, bo, g] = interleaved_medians(
           runs,
@@ -243,6 +252,7 @@ int main(int argc, char** argv) {
     }
   }
   for (int k : {2, 8}) {
+    if (!want("select")) break;
     for (std::size_t cap : {std::size_t{0}, std::size_t{64}}) {
       bar.step("select over " + std::to_string(k) + ", capacity " + std::to_string(cap));
       const auto [sel, g] = interleaved_medians(

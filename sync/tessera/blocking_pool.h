@@ -25,25 +25,33 @@
 //   the waiter).
 // - Memory ordering: a put() happens-before the take() that gets its element.
 // - Who may call: any fiber or OS thread, mixed, any number of each.
-// - Progress: the waiting side (the count and the cells) takes no lock; the
-//   stored elements sit in a std::deque under a few-instruction spin lock.
+// - Progress: the count and the stored elements (a std::deque) change under a
+//   few-instruction spin lock; waiting takers wait in the segment queue
+//   synchronizer's cells, holding no lock, and are handed elements there.
 // - Requirements on T: nothrow move constructible and destructible.
 // - Misuse: destroying a pool while callers wait in take() is undefined; debug
 //   builds (TESSERA_CHECKS) abort with a message saying so. put() may throw
 //   std::bad_alloc from the storage, and then the pool is unchanged; an
-//   allocation that fails later in put() (a hand-over box) terminates.
+//   allocation of a hand-over box that fails terminates.
 //
 //   size_   stored elements minus takers that found none (waiting, or timed
 //           out and not yet paid back): elements free when positive
 //
-//   put(x):  store x; FAA(size_, +1) >= 0: done. Else a taker is owed one: take
-//            an element back out of the storage and resume() the next cell with
-//            it; a cancelled cell fails the resume, the element goes back and
-//            the put goes round again (its increment paid the timed-out
-//            taker's decrement back — simple cancellation, as the semaphore).
-//   take():  FAA(size_, -1) > 0: take from the storage (never empty then: every
-//            increment that found size_ >= 0 follows its own store). Else
-//            suspend() in the next cell and get what it is handed.
+//   put(x):  under the lock, size_ += 1; if it was >= 0, store x: done. Else a
+//            taker is owed one: resume() the next cell with x (outside the
+//            lock). A cancelled cell fails the resume and the put goes round
+//            again: its increment paid the timed-out taker's decrement back
+//            (simple cancellation, as the fetch-and-add semaphore).
+//   take():  under the lock, size_ -= 1; if it was > 0, take from the storage.
+//            Else suspend() in the next cell and get what it is handed.
+//
+// Why the count shares the storage's lock. With the count changed by
+// fetch-and-add outside it, a taker that counted an element and a put that
+// stored a newer one race to the storage, and a stack hands the taker the
+// newer element while a try_take() in between saw the pool empty: not
+// linearizable (tests/linearizability_test.cpp found it). Under one lock the
+// count and the storage change together; waiting stays in the synchronizer's
+// cells, where the lock is not held.
 #pragma once
 
 #include <atomic>
@@ -53,6 +61,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stop_token>
 #include <type_traits>
@@ -92,31 +101,33 @@ class blocking_pool {
 
   /// Adds `v`: hands it to the longest-waiting taker, or stores it.
   void put(T v) {
-    store(std::move(v));  // may throw: nothing changed yet
     for (;;) {
-      if (size_.fetch_add(1, std::memory_order_acq_rel) >= 0) return;
-      // A taker is owed an element: hand one to the next cell.
-      T* box = make_box(unstore());
+      {
+        std::lock_guard lock(lock_);
+        if (size_.load(std::memory_order_relaxed) >= 0) {
+          items_.push_back(std::move(v));  // may throw: nothing changed yet
+          size_.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        size_.fetch_add(1, std::memory_order_relaxed);
+      }
+      // A taker is owed an element: hand it to the next cell.
+      T* box = make_box(std::move(v));
       if (q_.resume(detail::segment_queue::element(box))) return;  // the taker owns it now
       // That taker gave up; our increment paid its decrement back.
-      store_nothrow(std::move(*box));
+      std::destroy_at(&v);
+      ::new (static_cast<void*>(&v)) T(std::move(*box));
       delete box;
     }
   }
 
   /// Takes an element, waiting while there is none.
   T take() {
-    if (size_.fetch_sub(1, std::memory_order_acq_rel) > 0) return unstore();
+    if (auto v = take_stored(true)) return std::move(*v);
     return *unbox(q_.suspend({}, kKind, this));
   }
   /// Takes an element if one is free and nobody waits; never waits.
-  std::optional<T> try_take() {
-    std::int64_t n = size_.load(std::memory_order_relaxed);
-    while (n > 0) {
-      if (size_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return unstore();
-    }
-    return std::nullopt;
-  }
+  std::optional<T> try_take() { return take_stored(false); }
   /// take() with a deadline: nullopt if none came in `rel_time`.
   template <class Rep, class Period>
   std::optional<T> try_take_for(const std::chrono::duration<Rep, Period>& rel_time) {
@@ -147,37 +158,23 @@ class blocking_pool {
   static constexpr const char* kKind = Order == pool_order::fifo ? "blocking_pool" : "blocking_stack";
 
   std::optional<T> take_until(detail::deadline d, const std::stop_token* stop) {
-    if (size_.fetch_sub(1, std::memory_order_acq_rel) > 0) return unstore();
+    if (auto v = take_stored(true)) return v;
     const std::uintptr_t got = q_.suspend(d, kKind, this, stop);
     if (got == 0) return std::nullopt;
     return unbox(got);
   }
-  static std::optional<T> unbox(std::uintptr_t got) noexcept {
-    std::unique_ptr<T> box(detail::segment_queue::element_of<T>(got));
-    return std::optional<T>(std::move(*box));
-  }
-
-  void store(T&& v) {
+  /// Under the lock: a stored element if one is free. Else nullopt, and with
+  /// `queue` the caller is counted as a taker owed one (it must suspend()).
+  std::optional<T> take_stored(bool queue) {
     std::lock_guard lock(lock_);
-    items_.push_back(std::move(v));
-  }
-  // Once put() has counted its element, it cannot fail half-way: these
-  // allocate under noexcept (an allocation failure terminates).
-  static T* make_box(T&& v) noexcept {
-    return new T(std::move(v));
-  }
-  void store_nothrow(T&& v) noexcept {
-    std::lock_guard lock(lock_);
-    if constexpr (Order == pool_order::fifo) {
-      items_.push_front(std::move(v));  // it was the oldest
-    } else {
-      items_.push_back(std::move(v));
+    const std::int64_t n = size_.load(std::memory_order_relaxed);
+    if (n <= 0) {
+      if (queue) size_.store(n - 1, std::memory_order_relaxed);
+      return std::nullopt;
     }
-  }
-  T unstore() noexcept {
-    std::lock_guard lock(lock_);
+    size_.store(n - 1, std::memory_order_relaxed);
     T* slot = Order == pool_order::fifo ? &items_.front() : &items_.back();
-    T v(std::move(*slot));
+    std::optional<T> v(std::move(*slot));
     if constexpr (Order == pool_order::fifo) {
       items_.pop_front();
     } else {
@@ -185,11 +182,20 @@ class blocking_pool {
     }
     return v;
   }
+  static std::optional<T> unbox(std::uintptr_t got) noexcept {
+    std::unique_ptr<T> box(detail::segment_queue::element_of<T>(got));
+    return std::optional<T>(std::move(*box));
+  }
+  // Once put() has counted its element, it cannot fail half-way: the box is
+  // allocated under noexcept (an allocation failure terminates).
+  static T* make_box(T&& v) noexcept {
+    return new T(std::move(v));
+  }
 
-  alignas(64) std::atomic<std::int64_t> size_{0};
-  detail::segment_queue q_;
   detail::spin_lock lock_;
-  std::deque<T> items_;  // guarded by lock_
+  std::atomic<std::int64_t> size_{0};  // written under lock_; read racily by size()
+  std::deque<T> items_;                // guarded by lock_
+  detail::segment_queue q_;
 };
 
 }  // namespace tessera

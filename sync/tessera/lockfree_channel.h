@@ -349,29 +349,29 @@ template <class T>
 channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try_only) {
   if (is_closed()) return channel_status::closed;
   for (;;) {
-    segment* held = list::hold(cells_.side(kSendSide));
+    segment* held = cells_.hold(kSendSide);
     std::uint64_t s = sends_.load(std::memory_order_seq_cst);
     if (try_only) {
       // Take an index only where the value need not wait.
       if ((s & kClosedBit) == 0 && !may_buffer(s)) {
-        list::drop(held);
+        list::drop(held, kSendSide);
         return channel_status::full;
       }
       if ((s & kClosedBit) == 0 &&
           !sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
-        list::drop(held);
+        list::drop(held, kSendSide);
         continue;
       }
     } else {
       s = sends_.fetch_add(1, std::memory_order_seq_cst);
     }
     if ((s & kClosedBit) != 0) {
-      list::drop(held);
+      list::drop(held, kSendSide);
       return channel_status::closed;
     }
-    const auto [seg, c] = cells_.at(held, s, cells_.side(kSendSide));
+    const auto [seg, c] = cells_.at(held, s, kSendSide);
     const outcome o = send_in(*c, s, v, d, try_only);
-    list::drop(seg);
+    list::drop(seg, kSendSide);
     if (!o.retry) return o.status;
   }
 }
@@ -422,30 +422,30 @@ template <class T>
 channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::deadline d,
                                                  bool try_only) {
   for (;;) {
-    segment* held = list::hold(cells_.side(kReceiveSide));
+    segment* held = cells_.hold(kReceiveSide);
     std::uint64_t r;
     if (try_only) {
       // Take an index only where a sender has one.
       r = receives_.load(std::memory_order_seq_cst);
       if (r >= send_limit()) {
-        list::drop(held);
+        list::drop(held, kReceiveSide);
         return is_closed() ? channel_status::closed : channel_status::empty;
       }
       if (!receives_.compare_exchange_strong(r, r + 1, std::memory_order_seq_cst)) {
-        list::drop(held);
+        list::drop(held, kReceiveSide);
         continue;
       }
     } else {
       r = receives_.fetch_add(1, std::memory_order_seq_cst);
       if (is_closed() && r >= closed_at()) {
-        list::drop(held);
+        list::drop(held, kReceiveSide);
         return channel_status::closed;
       }
     }
-    const auto [seg, c] = cells_.at(held, r, cells_.side(kReceiveSide));
+    const auto [seg, c] = cells_.at(held, r, kReceiveSide);
     bool expands = capacity_ > 0;
     const outcome o = receive_in(*c, out, d, try_only, expands);
-    list::drop(seg);
+    list::drop(seg, kReceiveSide);
     if (expands) expand_buffer();
     if (!o.retry) return o.status;
   }
@@ -509,14 +509,14 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(cell& c,
 template <class T>
 void lockfree_channel<T>::expand_buffer() noexcept {
   for (;;) {
-    segment* held = list::hold(cells_.side(kBufferSide));
+    segment* held = cells_.hold(kBufferSide);
     const std::uint64_t b = buffer_end_.fetch_add(1, std::memory_order_seq_cst);
     // Walk even when there is nothing to do, so that this side's pointer
     // keeps up and reclamation is not held back by it.
-    const auto [seg, c] = cells_.at(held, b, cells_.side(kBufferSide));
+    const auto [seg, c] = cells_.at(held, b, kBufferSide);
     // No sender at b yet: the one that comes finds b inside the buffer.
     const bool wasted = b < send_limit() && expand_in(*c);
-    list::drop(seg);
+    list::drop(seg, kBufferSide);
     if (!wasted) return;
   }
 }
@@ -580,17 +580,18 @@ void lockfree_channel<T>::close() noexcept {
   const std::uint64_t r = receives_.load(std::memory_order_seq_cst);
   const std::uint64_t lo = std::min(r, s), hi = std::max(r, s);
   if (lo == hi) return;
-  segment* a = list::hold(cells_.side(kSendSide));
-  segment* b = list::hold(cells_.side(kReceiveSide));
+  segment* a = cells_.hold(kSendSide);
+  segment* b = cells_.hold(kReceiveSide);
   const bool a_first = a->id.load(std::memory_order_relaxed) <= b->id.load(std::memory_order_relaxed);
+  const side k = a_first ? kSendSide : kReceiveSide;
   segment* seg = a_first ? a : b;
-  list::drop(a_first ? b : a);
+  list::drop(a_first ? b : a, a_first ? kReceiveSide : kSendSide);
   // Cells before the held segment are in reclaimed segments: nobody is in them.
   for (std::uint64_t i = std::max<std::uint64_t>(lo, seg->id.load() * list::kCells); i < hi; ++i) {
-    seg = cells_.walk(seg, i / list::kCells, nullptr);
+    seg = cells_.walk(seg, i / list::kCells, k, false);
     break_cell(seg->cells[i % list::kCells]);
   }
-  list::drop(seg);
+  list::drop(seg, k);
 }
 
 }  // namespace tessera

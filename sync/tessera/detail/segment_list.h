@@ -42,7 +42,18 @@ class segment_list {
   struct alignas(64) segment {  // aligned: a segment* has 6 low bits free
     std::atomic<std::uint64_t> id{0};
     std::atomic<segment*> next{nullptr};
-    std::atomic<std::int64_t> holds{0};  // operations in or walking from here
+    // Operations in or walking from here, one count per side (so that the
+    // sides do not share a contended line): held while any is nonzero.
+    struct alignas(64) count {
+      std::atomic<std::int64_t> n{0};
+    };
+    count holds[Sides];
+    bool held() const noexcept {
+      for (const auto& h : holds) {
+        if (h.n.load(std::memory_order_seq_cst) != 0) return true;
+      }
+      return false;
+    }
     segment* free_next = nullptr;        // on the free list; guarded by lock_
     Cell cells[N];
   };
@@ -63,21 +74,26 @@ class segment_list {
   /// Side k's pointer (enqueue/dequeue; send/receive/buffer end).
   std::atomic<segment*>& side(std::size_t k) noexcept { return sides_[k].p; }
 
-  /// Holds the segment `from` points to (raise, then check it is still there).
-  static segment* hold(const std::atomic<segment*>& from) noexcept {
+  /// Holds the segment side k's pointer names (raise, then check it is still
+  /// there), on side k's count.
+  segment* hold(std::size_t k) noexcept {
+    const std::atomic<segment*>& from = side(k);
     for (;;) {
       segment* s = from.load(std::memory_order_seq_cst);
-      s->holds.fetch_add(1, std::memory_order_seq_cst);
+      s->holds[k].n.fetch_add(1, std::memory_order_seq_cst);
       if (from.load(std::memory_order_seq_cst) == s) return s;
-      drop(s);
+      drop(s, k);
     }
   }
-  static void drop(segment* s) noexcept { s->holds.fetch_sub(1, std::memory_order_seq_cst); }
+  static void drop(segment* s, std::size_t k) noexcept {
+    s->holds[k].n.fetch_sub(1, std::memory_order_seq_cst);
+  }
 
-  /// From a held segment, the held segment `id` (created as needed); moves
-  /// `ptr` (if given) forward to it and reclaims. Drops `s`. Never returns a
-  /// segment before `s`: with id < s's id it returns `s`.
-  segment* walk(segment* s, std::uint64_t id, std::atomic<segment*>* ptr) {
+  /// From a segment held on side k's count, the segment `id` (created as
+  /// needed), held the same way; moves side k's pointer forward to it (if
+  /// `move`) and reclaims. Drops `s`. Never returns a segment before `s`:
+  /// with id < s's id it returns `s`.
+  segment* walk(segment* s, std::uint64_t id, std::size_t k, bool move = true) {
     while (s->id.load(std::memory_order_acquire) < id) {
       segment* n = s->next.load(std::memory_order_acquire);
       if (n == nullptr) {
@@ -93,11 +109,12 @@ class segment_list {
         }
       }
       // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
-      n->holds.fetch_add(1, std::memory_order_seq_cst);
-      drop(s);
+      n->holds[k].n.fetch_add(1, std::memory_order_seq_cst);
+      drop(s, k);
       s = n;
     }
-    if (ptr == nullptr) return s;
+    if (!move) return s;
+    std::atomic<segment*>* ptr = &side(k);
     bool moved = false;
     for (segment* cur = ptr->load(std::memory_order_acquire);
          cur->id.load(std::memory_order_acquire) < s->id.load(std::memory_order_relaxed);) {
@@ -110,11 +127,11 @@ class segment_list {
     return s;
   }
 
-  /// The held segment and the cell of index `i`, walking from `held` — a
-  /// segment held *before* `i` was taken from its counter, so that it is not
-  /// past i's — and moving `side` forward.
-  std::pair<segment*, Cell*> at(segment* held, std::uint64_t i, std::atomic<segment*>& side) {
-    segment* s = walk(held, i / N, &side);
+  /// The held segment and the cell of index `i`, walking from `held` (from
+  /// hold(k), called *before* `i` was taken from its counter, so that it is
+  /// not past i's) and moving side k's pointer forward.
+  std::pair<segment*, Cell*> at(segment* held, std::uint64_t i, std::size_t k) {
+    segment* s = walk(held, i / N, k);
     return {s, &s->cells[i % N]};
   }
 
@@ -154,7 +171,7 @@ class segment_list {
       passed = std::min(passed, sides_[k].p.load(std::memory_order_seq_cst)->id.load());
     }
     while (first_->id.load(std::memory_order_relaxed) < passed &&
-           first_->holds.load(std::memory_order_seq_cst) == 0) {
+           !first_->held()) {
       segment* s = first_;
       first_ = s->next.load(std::memory_order_acquire);
       s->free_next = free_;
