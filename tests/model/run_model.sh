@@ -25,6 +25,8 @@
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
 #                                                 # cancellation and segment reclamation;
 #                                                 # 4 configurations, 3 mutations (~35 s; ctest)
+#   tests/model/run_model.sh select_claim         # select_claim.pml: select()'s claim over two
+#                                                 # channels; 4 configurations, 2 mutations (~5 s; ctest)
 #   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
 #                                                 # park_until, unparks, its timer, the switch-out
 #                                                 # race); 4 configurations, 4 mutations (~10 s; ctest)
@@ -194,6 +196,16 @@ if [ "$model" = "segment_queue" ]; then
   run "mutation: the reclaimer ignores the holds" fail -DNP=3 -DR=2 -DINIT=1 -DSEG=1 \
       -DIGNORE_HOLDS
   echo "segment_queue model: never more holders than permits, no reclaimed cell touched, no lost wake-up, no permit lost"
+  exit 0
+fi
+if [ "$model" = "select_claim" ]; then
+  run "1 sender per channel" pass -DS=1
+  run "1 sender per channel, the select may time out" pass -DS=1 -DTIMEOUT
+  run "2 senders per channel" pass -DS=2
+  run "2 senders per channel, the select may time out" pass -DS=2 -DTIMEOUT
+  run "mutation: a sender serves a select's node without claiming it" fail -DS=1 -DNO_CLAIM
+  run "mutation: the select reads its result without locking again" fail -DS=1 -DNO_RELOCK
+  echo "select_claim model: exactly one case carried out, nothing lost, no node left behind"
   exit 0
 fi
 if [ "$model" = "auto_reset_event" ]; then
