@@ -25,6 +25,9 @@
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
 #                                                 # cancellation and segment reclamation;
 #                                                 # 4 configurations, 3 mutations (~35 s; ctest)
+#   tests/model/run_model.sh lockfree_channel     # lockfree_channel.pml: the lock-free channel's
+#                                                 # cells, buffer end, timeouts and close;
+#                                                 # 6 configurations, 3 mutations (~2 min; ctest)
 #   tests/model/run_model.sh select_claim         # select_claim.pml: select()'s claim over two
 #                                                 # channels; 4 configurations, 2 mutations (~5 s; ctest)
 #   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
@@ -196,6 +199,22 @@ if [ "$model" = "segment_queue" ]; then
   run "mutation: the reclaimer ignores the holds" fail -DNP=3 -DR=2 -DINIT=1 -DSEG=1 \
       -DIGNORE_HOLDS
   echo "segment_queue model: never more holders than permits, no reclaimed cell touched, no lost wake-up, no permit lost"
+  exit 0
+fi
+if [ "$model" = "lockfree_channel" ]; then
+  run "2 senders, 2 receivers, capacity 1" pass -DNS=2 -DNR=2 -DC=1
+  run "2 senders, 1 receiver, capacity 1" pass -DNS=2 -DNR=1 -DC=1
+  run "2 senders, 2 receivers, a receiver may time out" pass -DNS=2 -DNR=2 -DC=1 -DTIMED_RECV
+  run "2 senders, 1 receiver, a sender may time out" pass -DNS=2 -DNR=1 -DC=1 -DTIMED_SEND
+  run "1 sender, 2 receivers, closed at any moment" pass -DNS=1 -DNR=2 -DC=1 -DCLOSE
+  run "2 senders, 1 receiver, closed at any moment" pass -DNS=2 -DNR=1 -DC=1 -DCLOSE
+  run "mutation: the buffer's end passes an EMPTY cell unmarked" fail -DNS=2 -DNR=1 -DC=1 \
+      -DNO_IN_BUFFER
+  run "mutation: a waiting sender's value taken without claiming the cell" fail -DNS=2 -DNR=2 \
+      -DC=1 -DTIMED_SEND -DNO_BUSY
+  run "mutation: close() leaves receivers past the send index waiting" fail -DNS=1 -DNR=2 -DC=1 \
+      -DCLOSE -DCLOSE_SENDERS_ONLY
+  echo "lockfree_channel model: every value once, failures only by deadline or close, no lost wake-up"
   exit 0
 fi
 if [ "$model" = "select_claim" ]; then

@@ -1,0 +1,286 @@
+/* SPIN model of lockfree_channel<T>'s cells (sync/tessera/lockfree_channel.h),
+ * a buffered channel of capacity C: the send, receive and buffer-end indices
+ * (fetch-and-add), the cell states EMPTY, IN_BUFFER, BUFFERED, a waiting
+ * sender or receiver, BUSY, DONE, SENDER_GONE, RECEIVER_GONE and CLOSED, the
+ * expansion of the buffer's end (and its retry past a cell whose sender gave
+ * up), timed waits on both sides, and close() breaking the cells between the
+ * indices. Segments are not modelled: the cells sit in a segment_list, whose
+ * hold protocol and reclamation tests/model/segment_queue.pml checks.
+ *
+ * Processes: NS senders, each sending one distinct value (sender 0 may time
+ * out with TIMED_SEND), NR receivers (receiver 0 may time out with
+ * TIMED_RECV), and with CLOSE a closer that closes the channel at any moment.
+ * The configurations have work for everyone (NS <= NR + C, and NR <= NS
+ * unless a close comes), so a process left waiting is a lost wake-up. Each atomic block is
+ * one RMW or CAS of the implementation; plain loads are statements of their
+ * own.
+ *
+ * Checked at the end: every value is exactly once received, still BUFFERED in
+ * a cell, or back with its sender — and only a timed-out or closed send keeps
+ * its value; a receive fails only by its deadline or a close; no waiter is
+ * stuck (invalid end states); no waiter's record is read after it left.
+ * Mutations that must be caught (run_model.sh): -DNO_IN_BUFFER (the buffer's
+ * end passes an EMPTY cell without marking it, so its sender waits with room
+ * in the buffer), -DNO_BUSY (a counterpart takes a waiting sender's value
+ * without claiming the cell first, racing the sender's timeout: it reads the
+ * record after the sender left), -DCLOSE_SENDERS_ONLY (close() breaks only
+ * the cells below the frozen send index, leaving receivers past it waiting).
+ * (-DNO_RETRY, the expansion not going on past a cell whose sender gave up,
+ * needs a fourth sender to show, more than the model's size allows.)
+ */
+#ifndef NS
+#define NS 2
+#endif
+#ifndef NR
+#define NR 2
+#endif
+#ifndef C
+#define C 1
+#endif
+#define NC 8
+#define EMPTY 0
+#define BUFFERED 1
+#define DONE 2
+#define SENDER_GONE 3
+#define RECEIVER_GONE 4
+#define CLOSED 6
+#define BUSY 7
+#define IN_BUFFER 8
+#define SW(p) (16 + (p))      /* sender p waits here */
+#define RW(p) (32 + (p))      /* receiver p waits here */
+#define KEPT 1
+#define SENT 2
+
+byte cell[NC];
+byte cval[NC];                /* the value a BUFFERED cell holds */
+byte S = 0;
+byte R = 0;
+byte B = C;
+bit closed = 0;
+byte closed_at = 255;
+byte sval[NS];                /* a waiting sender's value (0 once it left) */
+byte rgot[NR];                /* what receiver p was given (its std::optional) */
+byte rend[NR];                /* receiver p: 1 got a value, 2 timeout, 3 closed */
+byte send_end[NS];            /* sender p: SENT or KEPT */
+bit spm[NS];                  /* park permits */
+bit rpm[NR];
+byte finished = 0;
+
+/* The caller declares b, lim, est, wasted, ok (bytes/bits). */
+inline expand() {
+  do
+  :: atomic { b = B; B++ };
+     atomic { lim = (closed -> closed_at : S) };
+     if
+     :: b >= lim -> break   /* no sender there yet: it will find b inside */
+     :: else -> skip
+     fi;
+     assert(b < NC);
+     wasted = 0;
+     do
+     :: est = cell[b];
+        if
+        :: est == EMPTY ->
+#ifdef NO_IN_BUFFER
+           break
+#else
+           atomic { if :: cell[b] == EMPTY -> cell[b] = IN_BUFFER; ok = 1 :: else -> ok = 0 fi };
+           if :: ok -> break :: else -> skip fi
+#endif
+        :: est >= SW(0) && est < SW(NS) ->
+           atomic { if :: cell[b] == est -> cell[b] = BUSY; ok = 1 :: else -> ok = 0 fi };
+           if
+           :: ok ->
+              cval[b] = sval[est - SW(0)]; assert(cval[b] != 0);
+              cell[b] = BUFFERED; spm[est - SW(0)] = 1;
+              break
+           :: else -> skip
+           fi
+        :: est == BUSY -> skip   /* a receiver is taking from the sender here */
+        :: est == SENDER_GONE -> wasted = 1; break
+        :: else -> break
+        fi
+     od;
+#ifdef NO_RETRY
+     break
+#else
+     if :: wasted -> skip :: else -> break fi
+#endif
+  od
+}
+
+proctype sender(byte p) {
+  byte s, st, sraw;
+  bit was_closed;
+again:
+  atomic { s = S; S++; was_closed = closed };
+  if
+  :: was_closed -> send_end[p] = KEPT; goto fin
+  :: else -> skip
+  fi;
+  assert(s < NC);
+  st = cell[s];
+look:
+  if
+  :: st >= RW(0) && st < RW(NR) ->
+     atomic { if :: cell[s] == st -> cell[s] = BUSY :: else -> st = cell[s]; goto look fi };
+     rgot[st - RW(0)] = p + 1; cell[s] = DONE; rpm[st - RW(0)] = 1;
+     send_end[p] = SENT; goto fin
+  :: st == IN_BUFFER || st == EMPTY ->
+     byte bb, rr;
+     bb = B; rr = R;
+     if
+     :: st == IN_BUFFER || s < bb || s < rr ->
+        cval[s] = p + 1;
+        atomic { if :: cell[s] == st -> cell[s] = BUFFERED; send_end[p] = SENT :: else -> st = cell[s] fi };
+        if :: send_end[p] == SENT -> goto fin :: else -> goto look fi
+     :: else ->
+        sval[p] = p + 1;
+        atomic { if :: cell[s] == EMPTY -> cell[s] = SW(p) :: else -> st = cell[s]; sval[p] = 0; goto look fi };
+        do
+        :: cell[s] == SW(p) && spm[p] -> spm[p] = 0
+#ifdef TIMED_SEND
+        :: p == 0 -> atomic { if :: cell[s] == SW(p) -> cell[s] = SENDER_GONE; sval[p] = 0; send_end[p] = KEPT; goto fin :: else -> skip fi }
+#endif
+        :: cell[s] != SW(p) && cell[s] != BUSY -> break
+        od;
+        st = cell[s];
+        sval[p] = 0;  /* the record is gone once we return */
+        if
+        :: st == DONE || st == BUFFERED -> send_end[p] = SENT
+        :: st == CLOSED -> send_end[p] = KEPT
+        :: else -> assert(false)
+        fi;
+        goto fin
+     fi
+  :: st == CLOSED -> send_end[p] = KEPT; goto fin
+  :: else -> goto again  /* RECEIVER_GONE */
+  fi;
+fin:
+  atomic { finished++ }
+}
+
+proctype receiver(byte p) {
+  byte r, st, b, lim, est;
+  bit past, wasted, ok;
+again:
+  atomic { r = R; R++ };
+  atomic { past = closed && r >= closed_at };
+  if :: past -> rend[p] = 3; goto fin :: else -> skip fi;
+  assert(r < NC);
+  st = cell[r];
+look:
+  if
+  :: st == BUFFERED ->
+     rgot[p] = cval[r]; cval[r] = 0; cell[r] = DONE; rend[p] = 1; expand(); goto fin
+  :: st >= SW(0) && st < SW(NS) ->
+#ifndef NO_BUSY
+     atomic { if :: cell[r] == st -> cell[r] = BUSY :: else -> st = cell[r]; goto look fi };
+     rgot[p] = sval[st - SW(0)]; assert(rgot[p] != 0);
+     cell[r] = DONE;
+#else
+     atomic { if :: cell[r] == st -> cell[r] = DONE :: else -> st = cell[r]; goto look fi };
+     rgot[p] = sval[st - SW(0)]; assert(rgot[p] != 0);
+#endif
+     spm[st - SW(0)] = 1; rend[p] = 1; expand(); goto fin
+  :: st == BUSY -> st = cell[r]; goto look
+  :: st == EMPTY || st == IN_BUFFER ->
+     atomic { if :: cell[r] == st -> cell[r] = RW(p) :: else -> st = cell[r]; goto look fi };
+     expand();
+     do
+     :: cell[r] == RW(p) && rpm[p] -> rpm[p] = 0
+#ifdef TIMED_RECV
+     :: p == 0 -> atomic { if :: cell[r] == RW(p) -> cell[r] = RECEIVER_GONE; rend[p] = 2; goto fin :: else -> skip fi }
+#endif
+     :: cell[r] != RW(p) && cell[r] != BUSY -> break
+     od;
+     if
+     :: cell[r] == DONE -> rend[p] = 1
+     :: cell[r] == CLOSED -> goto again
+     :: else -> assert(false)
+     fi;
+     goto fin
+  :: st == SENDER_GONE -> goto again
+  :: else -> goto again  /* CLOSED */
+  fi;
+fin:
+  atomic { finished++ }
+}
+
+proctype closer() {
+  byte r, lo, hi, i, st;
+  atomic { closed = 1; closed_at = S };
+  r = R;
+  lo = (r < closed_at -> r : closed_at);
+#ifdef CLOSE_SENDERS_ONLY
+  hi = closed_at;
+#else
+  hi = (r < closed_at -> closed_at : r);
+#endif
+  i = lo;
+  do
+  :: i < hi ->
+     st = cell[i];
+     if
+     :: st == EMPTY || st == IN_BUFFER ->
+        atomic { if :: cell[i] == st -> cell[i] = CLOSED; i++ :: else -> skip fi }
+     :: st >= SW(0) ->
+        atomic { if :: cell[i] == st -> cell[i] = BUSY :: else -> goto next fi };
+        cell[i] = CLOSED;
+        if :: st >= RW(0) -> rpm[st - RW(0)] = 1 :: else -> spm[st - SW(0)] = 1 fi;
+        i++
+     :: st == BUSY -> skip
+     :: else -> i++
+     fi;
+next:
+     skip
+  :: else -> break
+  od;
+  atomic { finished++ }
+}
+
+init {
+  byte k;
+  atomic {
+    k = 0;
+    do :: k < NS -> run sender(k); k++ :: else -> break od;
+    k = 0;
+    do :: k < NR -> run receiver(k); k++ :: else -> break od;
+#ifdef CLOSE
+    run closer();
+#endif
+  }
+#ifdef CLOSE
+  finished == NS + NR + 1;
+#else
+  finished == NS + NR;
+#endif
+  /* Every value exactly once: received, buffered, or kept by its sender. */
+  byte v, n, i;
+  v = 1;
+  do
+  :: v <= NS ->
+     n = 0;
+     i = 0;
+     do :: i < NR -> if :: rend[i] == 1 && rgot[i] == v -> n++ :: else -> skip fi; i++ :: else -> break od;
+     i = 0;
+     do :: i < NC -> if :: cell[i] == BUFFERED && cval[i] == v -> n++ :: else -> skip fi; i++ :: else -> break od;
+     if :: send_end[v - 1] == KEPT -> n++ :: else -> skip fi;
+     assert(n == 1);
+     v++
+  :: else -> break
+  od;
+#ifndef CLOSE
+  /* Without a close, only a deadline makes an operation fail. */
+  k = 0;
+  do
+  :: k < NS -> assert(send_end[k] == SENT || k == 0); k++
+  :: else -> break
+  od;
+  k = 0;
+  do
+  :: k < NR -> assert(rend[k] == 1 || rend[k] == 2); k++
+  :: else -> break
+  od
+#endif
+}
