@@ -55,7 +55,7 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   if (!cell.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
     // A resume() came first and left its hand-over.
     cell.store(kTaken, std::memory_order_relaxed);
-    list::drop(s, 0);
+    cells_.drop(s, 0);
     return seen;
   }
   // An OS thread next in line spins a little first, as the TWA semaphore's
@@ -103,7 +103,7 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
     handed = cell.load(std::memory_order_acquire);
     cell.store(kTaken, std::memory_order_relaxed);
   }
-  list::drop(s, 0);
+  cells_.drop(s, 0);
   return handed;
 }
 
@@ -129,7 +129,7 @@ bool segment_queue::resume(std::uintptr_t handover) {
       ok = false;  // CANCELLED: the waiter gave up before we came
     }
   }
-  list::drop(s, 1);
+  cells_.drop(s, 1);
   return ok;
 }
 

@@ -354,24 +354,24 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
     if (try_only) {
       // Take an index only where the value need not wait.
       if ((s & kClosedBit) == 0 && !may_buffer(s)) {
-        list::drop(held, kSendSide);
+        cells_.drop(held, kSendSide);
         return channel_status::full;
       }
       if ((s & kClosedBit) == 0 &&
           !sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
-        list::drop(held, kSendSide);
+        cells_.drop(held, kSendSide);
         continue;
       }
     } else {
       s = sends_.fetch_add(1, std::memory_order_seq_cst);
     }
     if ((s & kClosedBit) != 0) {
-      list::drop(held, kSendSide);
+      cells_.drop(held, kSendSide);
       return channel_status::closed;
     }
     const auto [seg, c] = cells_.at(held, s, kSendSide);
     const outcome o = send_in(*c, s, v, d, try_only);
-    list::drop(seg, kSendSide);
+    cells_.drop(seg, kSendSide);
     if (!o.retry) return o.status;
   }
 }
@@ -428,24 +428,24 @@ channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::
       // Take an index only where a sender has one.
       r = receives_.load(std::memory_order_seq_cst);
       if (r >= send_limit()) {
-        list::drop(held, kReceiveSide);
+        cells_.drop(held, kReceiveSide);
         return is_closed() ? channel_status::closed : channel_status::empty;
       }
       if (!receives_.compare_exchange_strong(r, r + 1, std::memory_order_seq_cst)) {
-        list::drop(held, kReceiveSide);
+        cells_.drop(held, kReceiveSide);
         continue;
       }
     } else {
       r = receives_.fetch_add(1, std::memory_order_seq_cst);
       if (is_closed() && r >= closed_at()) {
-        list::drop(held, kReceiveSide);
+        cells_.drop(held, kReceiveSide);
         return channel_status::closed;
       }
     }
     const auto [seg, c] = cells_.at(held, r, kReceiveSide);
     bool expands = capacity_ > 0;
     const outcome o = receive_in(*c, out, d, try_only, expands);
-    list::drop(seg, kReceiveSide);
+    cells_.drop(seg, kReceiveSide);
     if (expands) expand_buffer();
     if (!o.retry) return o.status;
   }
@@ -516,7 +516,7 @@ void lockfree_channel<T>::expand_buffer() noexcept {
     const auto [seg, c] = cells_.at(held, b, kBufferSide);
     // No sender at b yet: the one that comes finds b inside the buffer.
     const bool wasted = b < send_limit() && expand_in(*c);
-    list::drop(seg, kBufferSide);
+    cells_.drop(seg, kBufferSide);
     if (!wasted) return;
   }
 }
@@ -585,13 +585,13 @@ void lockfree_channel<T>::close() noexcept {
   const bool a_first = a->id.load(std::memory_order_relaxed) <= b->id.load(std::memory_order_relaxed);
   const side k = a_first ? kSendSide : kReceiveSide;
   segment* seg = a_first ? a : b;
-  list::drop(a_first ? b : a, a_first ? kReceiveSide : kSendSide);
+  cells_.drop(a_first ? b : a, a_first ? kReceiveSide : kSendSide);
   // Cells before the held segment are in reclaimed segments: nobody is in them.
   for (std::uint64_t i = std::max<std::uint64_t>(lo, seg->id.load() * list::kCells); i < hi; ++i) {
     seg = cells_.walk(seg, i / list::kCells, k, false);
     break_cell(seg->cells[i % list::kCells]);
   }
-  list::drop(seg, k);
+  cells_.drop(seg, k);
 }
 
 }  // namespace tessera

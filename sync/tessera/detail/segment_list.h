@@ -85,8 +85,11 @@ class segment_list {
       drop(s, k);
     }
   }
-  static void drop(segment* s, std::size_t k) noexcept {
+  /// Lets go of `s`, held on side k's count. If side k's pointer has moved
+  /// past it, reclamation may have stopped at it: look again.
+  void drop(segment* s, std::size_t k) noexcept {
     s->holds[k].n.fetch_sub(1, std::memory_order_seq_cst);
+    if (side(k).load(std::memory_order_relaxed) != s) reclaim();
   }
 
   /// From a segment held on side k's count, the segment `id` (created as
@@ -110,7 +113,7 @@ class segment_list {
       }
       // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
       n->holds[k].n.fetch_add(1, std::memory_order_seq_cst);
-      drop(s, k);
+      s->holds[k].n.fetch_sub(1, std::memory_order_seq_cst);
       s = n;
     }
     if (!move) return s;
@@ -164,8 +167,18 @@ class segment_list {
   }
 
   void reclaim() noexcept {
-    if (!lock_.try_lock()) return;  // someone else reclaims; the next move retries
-    // Under lock_: the pointers' segments cannot be reclaimed but by us.
+    // One reclaimer at a time; a call that finds another at work leaves it a
+    // request, which it sees before it goes (so no pointer move is missed).
+    reclaim_wanted_.store(true, std::memory_order_seq_cst);
+    while (reclaim_wanted_.load(std::memory_order_seq_cst) && reclaim_lock_.try_lock()) {
+      reclaim_wanted_.store(false, std::memory_order_seq_cst);
+      reclaim_locked();
+      reclaim_lock_.unlock();
+    }
+  }
+  void reclaim_locked() noexcept {
+    std::lock_guard lock(lock_);  // the free list
+    // Under reclaim_lock_: the pointers' segments cannot be reclaimed but by us.
     std::uint64_t passed = ~std::uint64_t{0};
     for (std::size_t k = 0; k < active_; ++k) {
       passed = std::min(passed, sides_[k].p.load(std::memory_order_seq_cst)->id.load());
@@ -178,7 +191,6 @@ class segment_list {
       free_ = s;
       live_.fetch_sub(1, std::memory_order_relaxed);
     }
-    lock_.unlock();
   }
 
   struct alignas(64) side_ptr {
@@ -187,8 +199,10 @@ class segment_list {
   side_ptr sides_[Sides];
   const std::size_t active_;
   alignas(64) std::atomic<std::size_t> live_{0};
-  spin_lock lock_;            // reclaim and the free list (once per N operations)
-  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by lock_
+  spin_lock lock_;            // the free list (once per N operations)
+  spin_lock reclaim_lock_;    // one reclaimer at a time
+  std::atomic<bool> reclaim_wanted_{false};
+  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by reclaim_lock_
   segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
 };
 
