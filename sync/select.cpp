@@ -22,6 +22,8 @@
 #include <tessera/park.h>
 
 #include <algorithm>
+#include <functional>
+#include <span>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -39,26 +41,46 @@ std::uint32_t next_random() noexcept {
   return x;
 }
 
+/// `n` elements of T: inline up to kInline (no allocation on the common
+/// path: a select over a handful of channels), on the heap beyond.
+template <class T>
+class scratch {
+ public:
+  static constexpr std::size_t kInline = 16;
+  explicit scratch(std::size_t n) {
+    if (n > kInline) heap_.resize(n);
+  }
+  T* data() noexcept { return heap_.empty() ? inline_ : heap_.data(); }
+
+ private:
+  T inline_[kInline];
+  std::vector<T> heap_;
+};
+
 /// The enabled cases: in a random order for polling, and each channel once,
 /// in address order, for locking.
 struct orders {
-  std::vector<std::size_t> poll;
-  std::vector<select_arm*> locks;
+  scratch<std::size_t> poll_buf;
+  scratch<select_arm*> lock_buf;
+  std::span<std::size_t> poll;
+  std::span<select_arm*> locks;
 
-  explicit orders(std::span<select_case> cases) {
+  explicit orders(std::span<select_case> cases) : poll_buf(cases.size()), lock_buf(cases.size()) {
+    std::size_t n = 0;
     for (std::size_t i = 0; i < cases.size(); ++i) {
-      if (cases[i].enabled()) poll.push_back(i);
+      if (cases[i].enabled()) poll_buf.data()[n++] = i;
     }
-    for (std::size_t i = poll.size(); i > 1; --i) {
-      std::swap(poll[i - 1], poll[next_random() % i]);
-    }
-    for (std::size_t i : poll) locks.push_back(cases[i].arm());
-    std::sort(locks.begin(), locks.end(), [](select_arm* a, select_arm* b) {
+    poll = {poll_buf.data(), n};
+    for (std::size_t i = n; i > 1; --i) std::swap(poll[i - 1], poll[next_random() % i]);
+    for (std::size_t k = 0; k < n; ++k) lock_buf.data()[k] = cases[poll[k]].arm();
+    select_arm** first = lock_buf.data();
+    std::sort(first, first + n, [](select_arm* a, select_arm* b) {
       return std::less<const void*>()(a->channel_address(), b->channel_address());
     });
-    locks.erase(std::unique(locks.begin(), locks.end(),
-                            [](select_arm* a, select_arm* b) { return a->channel_address() == b->channel_address(); }),
-                locks.end());
+    select_arm** last = std::unique(first, first + n, [](select_arm* a, select_arm* b) {
+      return a->channel_address() == b->channel_address();
+    });
+    locks = {first, static_cast<std::size_t>(last - first)};
   }
   void lock_all() const noexcept {
     for (select_arm* a : locks) a->lock();

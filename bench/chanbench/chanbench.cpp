@@ -148,7 +148,9 @@ double run_go(const std::string& go, int pairs, std::size_t capacity, int items,
 }
 
 struct row {
-  std::string name;
+  std::string name, group;
+  std::size_t capacity;
+  int pairs;
   double lockfree, spin, boost, go;
 };
 
@@ -216,8 +218,8 @@ int main(int argc, char** argv) {
             return transfer<std::thread>(ch, pairs, items);
           },
           [&] { return go_or_0(pairs, cap, 0); });
-      rows.push_back({"threads cap " + std::to_string(cap) + ", P=" + std::to_string(pairs), lf,
-                      sp, bo, g});
+      rows.push_back({"threads cap " + std::to_string(cap) + ", P=" + std::to_string(pairs),
+                      "threads", cap, pairs, lf, sp, bo, g});
     }
     for (int pairs : fiber_pairs) {
       if (!want("fibers")) break;
@@ -247,8 +249,8 @@ int main(int argc, char** argv) {
             });
           },
           [&] { return go_or_0(pairs, cap, 0); });
-      rows.push_back({"fibers 2w cap " + std::to_string(cap) + ", P=" + std::to_string(pairs), lf,
-                      sp, bo, g});
+      rows.push_back({"fibers 2w cap " + std::to_string(cap) + ", P=" + std::to_string(pairs),
+                      "fibers", cap, pairs, lf, sp, bo, g});
     }
   }
   for (int k : {2, 8}) {
@@ -261,7 +263,7 @@ int main(int argc, char** argv) {
           [&] { return go_or_0(4, cap, k); });
       rows.push_back({"select " + std::to_string(k) + " chans, fibers 2w cap " +
                           std::to_string(cap) + ", P=4",
-                      0, sel, 0, g});
+                      "select" + std::to_string(k), cap, 4, 0, sel, 0, g});
     }
   }
   bar.done();
@@ -272,13 +274,13 @@ int main(int argc, char** argv) {
     t.add({r.name, g4(r.lockfree), g4(r.spin), g4(r.boost), g4(r.go), ratio(r.spin, r.lockfree),
            ratio(r.go, r.lockfree), ratio(r.go, r.spin)});
   }
-  std::printf("chanbench: %d items, median of %d runs; ratios above 1 favour the column's right side's"
-              " denominator (Tessera)\n",
+  std::printf("chanbench: %d items, median of %d runs; a ratio above 1: the denominator is faster\n",
               items, runs);
   t.print();
   if (!csv.empty()) {
-    tessera::bench::csv_writer out(csv, {"benchmark", "lockfree_ns", "spin_ns", "boost_ns", "go_ns"});
-    for (const auto& r : rows) out.row(r.name, r.lockfree, r.spin, r.boost, r.go);
+    tessera::bench::csv_writer out(
+        csv, {"group", "capacity", "pairs", "lockfree_ns", "spin_ns", "boost_ns", "go_ns"});
+    for (const auto& r : rows) out.row(r.group, r.capacity, r.pairs, r.lockfree, r.spin, r.boost, r.go);
   }
   return 0;
 }
