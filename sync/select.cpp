@@ -22,9 +22,9 @@
 #include <tessera/park.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <span>
-#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -33,8 +33,8 @@ namespace {
 
 /// A per-thread xorshift: the random poll order (Go's cheaprand).
 std::uint32_t next_random() noexcept {
-  thread_local std::uint32_t x = 0x9e3779b9u ^ static_cast<std::uint32_t>(
-                                                   reinterpret_cast<std::uintptr_t>(&x) >> 4);
+  thread_local std::uint32_t x =
+      0x9e3779b9u ^ static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&x) >> 4);
   x ^= x << 13;
   x ^= x >> 17;
   x ^= x << 5;

@@ -161,7 +161,8 @@ TEST_P(PoolIn, StressConservesEveryElement) {
       }
     });
   }
-  ASSERT_TRUE(eventually([&] { return taken.load() + static_cast<int>(p.size()) >= kProducers * kPerProducer; }, 60s));
+  ASSERT_TRUE(eventually(
+      [&] { return taken.load() + static_cast<int>(p.size()) >= kProducers * kPerProducer; }, 60s));
   done = true;
   stop.request_stop();
   g.join();

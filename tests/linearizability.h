@@ -65,7 +65,7 @@ bool linearizable(const std::vector<op>& h, const Spec& initial) {
   if (n > 63) return false;
   std::set<std::pair<std::uint64_t, Spec>> seen;  // dead ends
   std::function<bool(std::uint64_t, const Spec&)> search = [&](std::uint64_t done,
-                                                                const Spec& state) {
+                                                               const Spec& state) {
     if (done == (std::uint64_t{1} << n) - 1) return true;
     if (seen.count({done, state}) != 0) return false;
     // The earliest response among the pending: only operations invoked

@@ -57,7 +57,10 @@ struct queue_spec {
   bool operator<(const queue_spec& b) const { return items < b.items; }
 };
 const char* chan_name(int k) {
-  return k == kTrySend ? "try_send" : k == kTryReceive ? "try_receive" : k == kSendFor ? "send_for" : "receive_for";
+  return k == kTrySend      ? "try_send"
+         : k == kTryReceive ? "try_receive"
+         : k == kSendFor    ? "send_for"
+                            : "receive_for";
 }
 
 enum sem_op { kTryAcquire, kTryAcquireFor, kRelease };
@@ -139,7 +142,8 @@ void channel_step(Ch& ch, lin::recorder& rec, int t, std::mt19937& rng, bool tim
   const long v = static_cast<long>(t * 100 + rng() % 100);
   rec.call(t, kind, v, [&]() -> long {
     switch (kind) {
-      case kTrySend: return ch.try_send(static_cast<int>(v)) == channel_status::success ? 1 : 0;
+      case kTrySend:
+        return ch.try_send(static_cast<int>(v)) == channel_status::success ? 1 : 0;
       case kSendFor: {
         int x = static_cast<int>(v);
         return ch.send_for(std::move(x), 1ms) == channel_status::success ? 1 : 0;
@@ -190,9 +194,15 @@ void semaphore_histories(exec_kind kind) {
       },
       count_spec{}, sem_name);
 }
-TEST_P(Linearizable, SemaphoreFaa) { semaphore_histories<admission::faa>(GetParam()); }
-TEST_P(Linearizable, SemaphoreFifo) { semaphore_histories<admission::fifo>(GetParam()); }
-TEST_P(Linearizable, SemaphoreRestricted) { semaphore_histories<admission::restricted>(GetParam()); }
+TEST_P(Linearizable, SemaphoreFaa) {
+  semaphore_histories<admission::faa>(GetParam());
+}
+TEST_P(Linearizable, SemaphoreFifo) {
+  semaphore_histories<admission::fifo>(GetParam());
+}
+TEST_P(Linearizable, SemaphoreRestricted) {
+  semaphore_histories<admission::restricted>(GetParam());
+}
 
 TEST_P(Linearizable, BlockingStack) {
   check_histories(

@@ -261,9 +261,9 @@ int main(int argc, char** argv) {
           runs,
           [&] { return rt.run([&] { return select_transfer<tessera::fiber>(4, k, cap, items); }); },
           [&] { return go_or_0(4, cap, k); });
-      rows.push_back({"select " + std::to_string(k) + " chans, fibers 2w cap " +
-                          std::to_string(cap) + ", P=4",
-                      "select" + std::to_string(k), cap, 4, 0, sel, 0, g});
+      rows.push_back(
+          {"select " + std::to_string(k) + " chans, fibers 2w cap " + std::to_string(cap) + ", P=4",
+           "select" + std::to_string(k), cap, 4, 0, sel, 0, g});
     }
   }
   bar.done();
@@ -274,13 +274,15 @@ int main(int argc, char** argv) {
     t.add({r.name, g4(r.lockfree), g4(r.spin), g4(r.boost), g4(r.go), ratio(r.spin, r.lockfree),
            ratio(r.go, r.lockfree), ratio(r.go, r.spin)});
   }
-  std::printf("chanbench: %d items, median of %d runs; a ratio above 1: the denominator is faster\n",
-              items, runs);
+  std::printf(
+      "chanbench: %d items, median of %d runs; a ratio above 1: the denominator is faster\n", items,
+      runs);
   t.print();
   if (!csv.empty()) {
     tessera::bench::csv_writer out(
         csv, {"group", "capacity", "pairs", "lockfree_ns", "spin_ns", "boost_ns", "go_ns"});
-    for (const auto& r : rows) out.row(r.group, r.capacity, r.pairs, r.lockfree, r.spin, r.boost, r.go);
+    for (const auto& r : rows)
+      out.row(r.group, r.capacity, r.pairs, r.lockfree, r.spin, r.boost, r.go);
   }
   return 0;
 }

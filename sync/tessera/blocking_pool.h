@@ -127,7 +127,9 @@ class blocking_pool {
     return *unbox(q_.suspend({}, kKind, this));
   }
   /// Takes an element if one is free and nobody waits; never waits.
-  std::optional<T> try_take() { return take_stored(false); }
+  std::optional<T> try_take() {
+    return take_stored(false);
+  }
   /// take() with a deadline: nullopt if none came in `rel_time`.
   template <class Rep, class Period>
   std::optional<T> try_take_for(const std::chrono::duration<Rep, Period>& rel_time) {
@@ -155,7 +157,8 @@ class blocking_pool {
   }
 
  private:
-  static constexpr const char* kKind = Order == pool_order::fifo ? "blocking_pool" : "blocking_stack";
+  static constexpr const char* kKind =
+      Order == pool_order::fifo ? "blocking_pool" : "blocking_stack";
 
   std::optional<T> take_until(detail::deadline d, const std::stop_token* stop) {
     if (auto v = take_stored(true)) return v;

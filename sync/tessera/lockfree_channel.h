@@ -117,18 +117,24 @@ class lockfree_channel {
   lockfree_channel& operator=(const lockfree_channel&) = delete;
 
   /// Values the channel buffers at most (0: rendezvous).
-  std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t capacity() const noexcept {
+    return capacity_;
+  }
 
   /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
   /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
   /// closed first.
-  bool send(T&& v) { return send_impl(v, {}, false) == channel_status::success; }
+  bool send(T&& v) {
+    return send_impl(v, {}, false) == channel_status::success;
+  }
   bool send(const T& v) {
     T copy(v);
     return send(std::move(copy));
   }
   /// Sends without waiting: success, full, or closed (`v` untouched unless success).
-  channel_status try_send(T&& v) { return send_impl(v, {}, true); }
+  channel_status try_send(T&& v) {
+    return send_impl(v, {}, true);
+  }
   channel_status try_send(const T& v) {
     T copy(v);
     return try_send(std::move(copy));
@@ -151,7 +157,9 @@ class lockfree_channel {
     return out;
   }
   /// Receives without waiting: success (into `out`), empty, or closed (and drained).
-  channel_status try_receive(T& out) { return receive_into(out, {}, true); }
+  channel_status try_receive(T& out) {
+    return receive_into(out, {}, true);
+  }
   /// receive() with a deadline: success (into `out`), closed, or timeout.
   template <class Rep, class Period>
   channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
@@ -192,8 +200,12 @@ class lockfree_channel {
   /// Range-for over the values until the channel is closed and drained:
   /// `for (T& v : ch)`. Each step is a receive().
   using iterator = detail::receive_iterator<lockfree_channel>;
-  iterator begin() { return iterator(this); }
-  iterator end() noexcept { return iterator(); }
+  iterator begin() {
+    return iterator(this);
+  }
+  iterator end() noexcept {
+    return iterator();
+  }
 
  private:
   static constexpr std::uint64_t kClosedBit = std::uint64_t{1} << 63;
@@ -221,9 +233,15 @@ class lockfree_channel {
     waiter* who;
     void* data;
   };
-  static bool is_record(std::uintptr_t st) noexcept { return st >= kRecord; }
-  static bool is_sender(std::uintptr_t st) noexcept { return is_record(st) && (st & 1) != 0; }
-  static bool is_receiver(std::uintptr_t st) noexcept { return is_record(st) && (st & 1) == 0; }
+  static bool is_record(std::uintptr_t st) noexcept {
+    return st >= kRecord;
+  }
+  static bool is_sender(std::uintptr_t st) noexcept {
+    return is_record(st) && (st & 1) != 0;
+  }
+  static bool is_receiver(std::uintptr_t st) noexcept {
+    return is_record(st) && (st & 1) == 0;
+  }
   static record* record_of(std::uintptr_t st) noexcept {
     return reinterpret_cast<record*>(st & ~std::uintptr_t{1});
   }
@@ -234,7 +252,9 @@ class lockfree_channel {
     channel_status status;
   };
   static constexpr outcome kRetry{true, channel_status::success};
-  static constexpr outcome done(channel_status s) noexcept { return {false, s}; }
+  static constexpr outcome done(channel_status s) noexcept {
+    return {false, s};
+  }
 
   channel_status send_impl(T& v, detail::deadline d, bool try_only);
   channel_status receive_impl(std::optional<T>& out, detail::deadline d, bool try_only);
@@ -264,8 +284,7 @@ class lockfree_channel {
   /// Claims the waiter recorded in `st` (CAS to BUSY), runs `move(record&)`,
   /// stores `to` and unparks the waiter. False: the cell changed.
   template <class Move>
-  static bool serve(cell& c, std::uintptr_t st, Move&& move,
-                    std::uintptr_t to = kDone) noexcept {
+  static bool serve(cell& c, std::uintptr_t st, Move&& move, std::uintptr_t to = kDone) noexcept {
     if (!c.state.compare_exchange_strong(st, kBusy, std::memory_order_acq_rel)) return false;
     record* r = record_of(st);
     waiter* who = r->who;
@@ -295,7 +314,7 @@ class lockfree_channel {
   static void break_cell(cell& c) noexcept;
 
   const std::size_t capacity_;
-  list cells_;  // sides: sends, receives, the buffer's end
+  list cells_;                                       // sides: sends, receives, the buffer's end
   alignas(64) std::atomic<std::uint64_t> sends_{0};  // with kClosedBit
   alignas(64) std::atomic<std::uint64_t> receives_{0};
   alignas(64) std::atomic<std::uint64_t> buffer_end_;
@@ -306,8 +325,8 @@ class lockfree_channel {
 
 template <class T>
 std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::deadline d,
-                                         const char* kind, std::atomic<std::ptrdiff_t>& parked,
-                                         std::uintptr_t gone) {
+                                          const char* kind, std::atomic<std::ptrdiff_t>& parked,
+                                          std::uintptr_t gone) {
   std::uintptr_t st = mine;
   if (should_spin()) {
     for (std::uint32_t k = 0; k < kSpins && (st = c.state.load(std::memory_order_acquire)) == mine;
@@ -377,8 +396,8 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
 }
 
 template <class T>
-typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std::uint64_t s,
-                                                                   T& v, detail::deadline d,
+typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std::uint64_t s, T& v,
+                                                                   detail::deadline d,
                                                                    bool try_only) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
   for (;;) {
@@ -410,8 +429,8 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
       const std::uintptr_t end = await(c, mine, d, "channel send", parked_senders_, kSenderGone);
       return done(end == kDone || end == kBuffered ? channel_status::success
-                  : end == kSenderGone              ? channel_status::timeout
-                                                    : channel_status::closed);
+                  : end == kSenderGone             ? channel_status::timeout
+                                                   : channel_status::closed);
     }
     if (st == kClosed) return done(channel_status::closed);
     return kRetry;  // RECEIVER_GONE, POISONED: the next index
@@ -452,11 +471,8 @@ channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::
 }
 
 template <class T>
-typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(cell& c,
-                                                                      std::optional<T>& out,
-                                                                      detail::deadline d,
-                                                                      bool try_only,
-                                                                      bool& expands) {
+typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
+    cell& c, std::optional<T>& out, detail::deadline d, bool try_only, bool& expands) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
   for (;;) {
     if (st == kBuffered) {
@@ -557,7 +573,9 @@ void lockfree_channel<T>::break_cell(cell& c) noexcept {
     if (is_record(st)) {
       // Claim it first: the record lives on the waiter's stack until it sees
       // the cell change.
-      if (serve(c, st, [](record&) {}, kClosed)) return;
+      if (serve(
+              c, st, [](record&) {}, kClosed))
+        return;
       st = c.state.load(std::memory_order_acquire);
       continue;
     }
@@ -582,7 +600,8 @@ void lockfree_channel<T>::close() noexcept {
   if (lo == hi) return;
   segment* a = cells_.hold(kSendSide);
   segment* b = cells_.hold(kReceiveSide);
-  const bool a_first = a->id.load(std::memory_order_relaxed) <= b->id.load(std::memory_order_relaxed);
+  const bool a_first =
+      a->id.load(std::memory_order_relaxed) <= b->id.load(std::memory_order_relaxed);
   const side k = a_first ? kSendSide : kReceiveSide;
   segment* seg = a_first ? a : b;
   cells_.drop(a_first ? b : a, a_first ? kReceiveSide : kSendSide);

@@ -209,14 +209,14 @@ select_result select_until(std::span<select_case> cases,
 
 /// The same with the cases written in place: select(recv_case(a, x), send_case(b, y)).
 template <class... Cases>
-  requires(sizeof...(Cases) > 0 && (std::is_same_v<Cases, select_case> && ...))
-select_result select(Cases&&... cases) {
+requires(sizeof...(Cases) > 0 && (std::is_same_v<Cases, select_case> && ...)) select_result
+    select(Cases&&... cases) {
   select_case all[] = {std::move(cases)...};
   return select(std::span<select_case>(all));
 }
 template <class... Cases>
-  requires(sizeof...(Cases) > 0 && (std::is_same_v<Cases, select_case> && ...))
-select_result try_select(Cases&&... cases) {
+requires(sizeof...(Cases) > 0 && (std::is_same_v<Cases, select_case> && ...)) select_result
+    try_select(Cases&&... cases) {
   select_case all[] = {std::move(cases)...};
   return try_select(std::span<select_case>(all));
 }

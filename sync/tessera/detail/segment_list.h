@@ -54,7 +54,7 @@ class segment_list {
       }
       return false;
     }
-    segment* free_next = nullptr;        // on the free list; guarded by lock_
+    segment* free_next = nullptr;  // on the free list; guarded by lock_
     Cell cells[N];
   };
 
@@ -146,7 +146,8 @@ class segment_list {
   template <class Fn>
   void for_each_quiescent(Fn&& fn) {
     for (segment* s = first_; s != nullptr; s = s->next.load(std::memory_order_relaxed)) {
-      for (std::size_t k = 0; k < N; ++k) fn(s->id.load(std::memory_order_relaxed) * N + k, s->cells[k]);
+      for (std::size_t k = 0; k < N; ++k)
+        fn(s->id.load(std::memory_order_relaxed) * N + k, s->cells[k]);
     }
   }
 
@@ -183,8 +184,7 @@ class segment_list {
     for (std::size_t k = 0; k < active_; ++k) {
       passed = std::min(passed, sides_[k].p.load(std::memory_order_seq_cst)->id.load());
     }
-    while (first_->id.load(std::memory_order_relaxed) < passed &&
-           !first_->held()) {
+    while (first_->id.load(std::memory_order_relaxed) < passed && !first_->held()) {
       segment* s = first_;
       first_ = s->next.load(std::memory_order_acquire);
       s->free_next = free_;
@@ -199,8 +199,8 @@ class segment_list {
   side_ptr sides_[Sides];
   const std::size_t active_;
   alignas(64) std::atomic<std::size_t> live_{0};
-  spin_lock lock_;            // the free list (once per N operations)
-  spin_lock reclaim_lock_;    // one reclaimer at a time
+  spin_lock lock_;          // the free list (once per N operations)
+  spin_lock reclaim_lock_;  // one reclaimer at a time
   std::atomic<bool> reclaim_wanted_{false};
   segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by reclaim_lock_
   segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
