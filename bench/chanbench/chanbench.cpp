@@ -134,6 +134,40 @@ double select_transfer(int pairs, int k, std::size_t capacity, int items) {
   return ns;
 }
 
+/// One row: the four contenders, interleaved. `run_ours(fn)` and
+/// `run_theirs(fn)` run fn where Tessera's and Boost.Fiber's workers live (the
+/// calling thread, a runtime, Boost's pool); `Ours` and `Theirs` are the
+/// workers' types; `go()` runs the Go peer.
+template <class Ours, class Theirs, class RunOurs, class RunTheirs, class Go>
+std::array<double, 4> contest(int runs, std::size_t cap, int pairs, int items, RunOurs run_ours,
+                              RunTheirs run_theirs, Go go) {
+  return interleaved_medians(
+      runs,
+      [&] {
+        return run_ours([&] {
+          tessera::lockfree_channel<int> ch(cap);
+          return transfer<Ours>(ch, pairs, items);
+        });
+      },
+      [&] {
+        return run_ours([&] {
+          tessera::channel<int> ch(cap);
+          return transfer<Ours>(ch, pairs, items);
+        });
+      },
+      [&] {
+        return run_theirs([&] {
+          if (cap == 0) {
+            bf::unbuffered_channel<int> ch;
+            return transfer<Theirs>(ch, pairs, items);
+          }
+          bf::buffered_channel<int> ch(cap);
+          return transfer<Theirs>(ch, pairs, items);
+        });
+      },
+      go);
+}
+
 /// Runs the Go peer once; its ns per item.
 double run_go(const std::string& go, int pairs, std::size_t capacity, int items, int select_k) {
   const std::string cmd = "GOMAXPROCS=2 '" + go + "' -p " + std::to_string(pairs) + " -cap " +
@@ -199,55 +233,18 @@ int main(int argc, char** argv) {
     for (int pairs : thread_pairs) {
       if (!want("threads")) break;
       bar.step("threads, capacity " + std::to_string(cap) + ", P=" + std::to_string(pairs));
-      const auto [lf, sp, bo, g] = interleaved_medians(
-          runs,
-          [&] {
-            tessera::lockfree_channel<int> ch(cap);
-            return transfer<std::thread>(ch, pairs, items);
-          },
-          [&] {
-            tessera::channel<int> ch(cap);
-            return transfer<std::thread>(ch, pairs, items);
-          },
-          [&] {
-            if (cap == 0) {
-              bf::unbuffered_channel<int> ch;
-              return transfer<std::thread>(ch, pairs, items);
-            }
-            bf::buffered_channel<int> ch(cap);
-            return transfer<std::thread>(ch, pairs, items);
-          },
-          [&] { return go_or_0(pairs, cap, 0); });
+      const auto direct = [](auto&& fn) { return fn(); };
+      const auto [lf, sp, bo, g] = contest<std::thread, std::thread>(
+          runs, cap, pairs, items, direct, direct, [&] { return go_or_0(pairs, cap, 0); });
       rows.push_back({"threads cap " + std::to_string(cap) + ", P=" + std::to_string(pairs),
                       "threads", cap, pairs, lf, sp, bo, g});
     }
     for (int pairs : fiber_pairs) {
       if (!want("fibers")) break;
       bar.step("fibers, capacity " + std::to_string(cap) + ", P=" + std::to_string(pairs));
-      const auto [lf, sp, bo, g] = interleaved_medians(
-          runs,
-          [&] {
-            return rt.run([&] {
-              tessera::lockfree_channel<int> ch(cap);
-              return transfer<tessera::fiber>(ch, pairs, items);
-            });
-          },
-          [&] {
-            return rt.run([&] {
-              tessera::channel<int> ch(cap);
-              return transfer<tessera::fiber>(ch, pairs, items);
-            });
-          },
-          [&] {
-            return boost_pool::get().run([&] {
-              if (cap == 0) {
-                bf::unbuffered_channel<int> ch;
-                return transfer<bf::fiber>(ch, pairs, items);
-              }
-              bf::buffered_channel<int> ch(cap);
-              return transfer<bf::fiber>(ch, pairs, items);
-            });
-          },
+      const auto [lf, sp, bo, g] = contest<tessera::fiber, bf::fiber>(
+          runs, cap, pairs, items, [&](auto&& fn) { return rt.run(fn); },
+          [](auto&& fn) { return boost_pool::get().run(fn); },
           [&] { return go_or_0(pairs, cap, 0); });
       rows.push_back({"fibers 2w cap " + std::to_string(cap) + ", P=" + std::to_string(pairs),
                       "fibers", cap, pairs, lf, sp, bo, g});

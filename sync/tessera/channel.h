@@ -82,12 +82,14 @@
 namespace tessera {
 
 template <class T>
-class channel {
+class channel : public detail::channel_api<channel<T>, T> {
   static_assert(std::is_nothrow_move_constructible_v<T>,
                 "tessera::channel<T>: T must be nothrow move constructible");
 
  public:
   using value_type = T;
+  // send, try_send, send_for/until, receive, try_receive, receive_for/until,
+  // begin/end: detail::channel_api (tessera/detail/channel_common.h).
 
   /// A channel buffering up to `capacity` values; 0 makes it a rendezvous channel.
   explicit channel(std::size_t capacity)
@@ -106,59 +108,6 @@ class channel {
   /// Values the channel buffers at most (0: rendezvous).
   std::size_t capacity() const noexcept {
     return capacity_;
-  }
-
-  /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
-  /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
-  /// closed first.
-  bool send(T&& v) {
-    return send_impl(v, {}, false) == channel_status::success;
-  }
-  bool send(const T& v) {
-    T copy(v);
-    return send(std::move(copy));
-  }
-  /// Sends without waiting: success, full, or closed (`v` untouched unless success).
-  channel_status try_send(T&& v) {
-    return send_impl(v, {}, true);
-  }
-  channel_status try_send(const T& v) {
-    T copy(v);
-    return try_send(std::move(copy));
-  }
-  /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
-  template <class Rep, class Period>
-  channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline::after(d);
-    return send_impl(v, deadline, false);
-  }
-  template <class Clock, class Duration>
-  channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::deadline::at(t);
-    return send_impl(v, deadline, false);
-  }
-
-  /// Receives the oldest value, parking while there is none. Returns nullopt
-  /// once the channel is closed and drained.
-  std::optional<T> receive() {
-    std::optional<T> out;
-    (void)receive_impl(out, {}, false);
-    return out;
-  }
-  /// Receives without waiting: success (into `out`), empty, or closed (and drained).
-  channel_status try_receive(T& out) {
-    return receive_into(out, {}, true);
-  }
-  /// receive() with a deadline: success (into `out`), closed, or timeout.
-  template <class Rep, class Period>
-  channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
-    const auto deadline = detail::deadline::after(d);
-    return receive_into(out, deadline, false);
-  }
-  template <class Clock, class Duration>
-  channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
-    const auto deadline = detail::deadline::at(t);
-    return receive_into(out, deadline, false);
   }
 
   /// Closes the channel: later and parked sends fail; receives drain what is
@@ -206,16 +155,6 @@ class channel {
     return queued(receivers_);
   }
 
-  /// Range-for over the values until the channel is closed and drained:
-  /// `for (T& v : ch)`. Each step is a receive().
-  using iterator = detail::receive_iterator<channel>;
-  iterator begin() {
-    return iterator(this);
-  }
-  iterator end() noexcept {
-    return iterator();
-  }
-
  private:
   // park_node marks: what a parked caller was given.
   // park_mark::handed: value taken (sender) / delivered (receiver);
@@ -224,6 +163,7 @@ class channel {
   static constexpr detail::park_mark kClosed = detail::park_mark::closed;
   template <class>
   friend class detail::select_arm_of;
+  friend class detail::channel_api<channel, T>;
   struct send_node : detail::channel_node {
     T* value = nullptr;
   };
@@ -331,12 +271,7 @@ class channel {
     return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
   }
 
-  channel_status receive_into(T& out, detail::deadline deadline, bool try_only) {
-    std::optional<T> got;
-    const channel_status s = receive_impl(got, deadline, try_only);
-    if (s == channel_status::success) out = std::move(*got);
-    return s;
-  }
+
 
   std::size_t queued(const detail::park_list& list) const noexcept {
     lock_.lock();

@@ -91,12 +91,14 @@
 namespace tessera {
 
 template <class T>
-class lockfree_channel {
+class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   static_assert(std::is_nothrow_move_constructible_v<T>,
                 "tessera::lockfree_channel<T>: T must be nothrow move constructible");
 
  public:
   using value_type = T;
+  // send, try_send, send_for/until, receive, try_receive, receive_for/until,
+  // begin/end: detail::channel_api (tessera/detail/channel_common.h).
 
   /// A channel buffering up to `capacity` values; 0 makes it a rendezvous channel.
   explicit lockfree_channel(std::size_t capacity)
@@ -119,55 +121,6 @@ class lockfree_channel {
   /// Values the channel buffers at most (0: rendezvous).
   std::size_t capacity() const noexcept {
     return capacity_;
-  }
-
-  /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
-  /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
-  /// closed first.
-  bool send(T&& v) {
-    return send_impl(v, {}, false) == channel_status::success;
-  }
-  bool send(const T& v) {
-    T copy(v);
-    return send(std::move(copy));
-  }
-  /// Sends without waiting: success, full, or closed (`v` untouched unless success).
-  channel_status try_send(T&& v) {
-    return send_impl(v, {}, true);
-  }
-  channel_status try_send(const T& v) {
-    T copy(v);
-    return try_send(std::move(copy));
-  }
-  /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
-  template <class Rep, class Period>
-  channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
-    return send_impl(v, detail::deadline::after(d), false);
-  }
-  template <class Clock, class Duration>
-  channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
-    return send_impl(v, detail::deadline::at(t), false);
-  }
-
-  /// Receives the oldest value, parking while there is none. Returns nullopt
-  /// once the channel is closed and drained.
-  std::optional<T> receive() {
-    std::optional<T> out;
-    (void)receive_impl(out, {}, false);
-    return out;
-  }
-  /// Receives without waiting: success (into `out`), empty, or closed (and drained).
-  channel_status try_receive(T& out) {
-    return receive_into(out, {}, true);
-  }
-  /// receive() with a deadline: success (into `out`), closed, or timeout.
-  template <class Rep, class Period>
-  channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
-    return receive_into(out, detail::deadline::after(d), false);
-  }
-  template <class Clock, class Duration>
-  channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
-    return receive_into(out, detail::deadline::at(t), false);
   }
 
   /// Closes the channel: later and parked sends fail; receives drain what is
@@ -197,17 +150,8 @@ class lockfree_channel {
     return n > 0 ? static_cast<std::size_t>(n) : 0;
   }
 
-  /// Range-for over the values until the channel is closed and drained:
-  /// `for (T& v : ch)`. Each step is a receive().
-  using iterator = detail::receive_iterator<lockfree_channel>;
-  iterator begin() {
-    return iterator(this);
-  }
-  iterator end() noexcept {
-    return iterator();
-  }
-
  private:
+  friend class detail::channel_api<lockfree_channel, T>;
   static constexpr std::uint64_t kClosedBit = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
   // Cell states; a waiter's record is a pointer (>= kRecord), its low bit set
@@ -258,12 +202,7 @@ class lockfree_channel {
 
   channel_status send_impl(T& v, detail::deadline d, bool try_only);
   channel_status receive_impl(std::optional<T>& out, detail::deadline d, bool try_only);
-  channel_status receive_into(T& out, detail::deadline d, bool try_only) {
-    std::optional<T> got;
-    const channel_status s = receive_impl(got, d, try_only);
-    if (s == channel_status::success) out = std::move(*got);
-    return s;
-  }
+
   /// The sender of index `s` at its cell.
   outcome send_in(cell& c, std::uint64_t s, T& v, detail::deadline d, bool try_only);
   /// The receiver at its cell. `expands`: whether this index still owes the

@@ -1,11 +1,17 @@
 // tessera/detail/channel_common.h — what both channels share: the status their
-// operations return (tessera::channel_status) and the range-for iterator over
-// what a channel receives until it is closed and drained.
+// operations return (tessera::channel_status), their public send and receive
+// calls (channel_api, over each channel's send_impl/receive_impl), and the
+// range-for iterator over what a channel receives until it is closed and
+// drained.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <iterator>
 #include <optional>
+#include <utility>
+
+#include "tessera/detail/deadline.h"
 
 namespace tessera {
 
@@ -45,6 +51,74 @@ class receive_iterator {
  private:
   Channel* ch_ = nullptr;
   std::optional<value_type> value_;
+};
+
+/// The calls both channels offer, in terms of the channel's
+///   channel_status send_impl(T& v, deadline, bool try_only);
+///   channel_status receive_impl(std::optional<T>& out, deadline, bool try_only);
+/// (contracts: tessera/channel.h).
+template <class Channel, class T>
+class channel_api {
+ public:
+  using value_type = T;
+
+  /// Sends `v`, parking while the buffer is full (capacity 0: until a receiver
+  /// takes it). Returns false, leaving `v` untouched, if the channel is or gets
+  /// closed first.
+  bool send(T&& v) { return self().send_impl(v, {}, false) == channel_status::success; }
+  bool send(const T& v) {
+    T copy(v);
+    return send(std::move(copy));
+  }
+  /// Sends without waiting: success, full, or closed (`v` untouched unless success).
+  channel_status try_send(T&& v) { return self().send_impl(v, {}, true); }
+  channel_status try_send(const T& v) {
+    T copy(v);
+    return try_send(std::move(copy));
+  }
+  /// send() with a deadline: success, closed, or timeout (`v` untouched unless success).
+  template <class Rep, class Period>
+  channel_status send_for(T&& v, const std::chrono::duration<Rep, Period>& d) {
+    return self().send_impl(v, deadline::after(d), false);
+  }
+  template <class Clock, class Duration>
+  channel_status send_until(T&& v, const std::chrono::time_point<Clock, Duration>& t) {
+    return self().send_impl(v, deadline::at(t), false);
+  }
+
+  /// Receives the oldest value, parking while there is none. Returns nullopt
+  /// once the channel is closed and drained.
+  std::optional<T> receive() {
+    std::optional<T> out;
+    (void)self().receive_impl(out, {}, false);
+    return out;
+  }
+  /// Receives without waiting: success (into `out`), empty, or closed (and drained).
+  channel_status try_receive(T& out) { return receive_into(out, {}, true); }
+  /// receive() with a deadline: success (into `out`), closed, or timeout.
+  template <class Rep, class Period>
+  channel_status receive_for(T& out, const std::chrono::duration<Rep, Period>& d) {
+    return receive_into(out, deadline::after(d), false);
+  }
+  template <class Clock, class Duration>
+  channel_status receive_until(T& out, const std::chrono::time_point<Clock, Duration>& t) {
+    return receive_into(out, deadline::at(t), false);
+  }
+
+  /// Range-for over the values until the channel is closed and drained:
+  /// `for (T& v : ch)`. Each step is a receive().
+  using iterator = receive_iterator<Channel>;
+  iterator begin() { return iterator(&self()); }
+  iterator end() noexcept { return iterator(); }
+
+ private:
+  Channel& self() noexcept { return static_cast<Channel&>(*this); }
+  channel_status receive_into(T& out, deadline d, bool try_only) {
+    std::optional<T> got;
+    const channel_status s = self().receive_impl(got, d, try_only);
+    if (s == channel_status::success) out = std::move(*got);
+    return s;
+  }
 };
 
 }  // namespace detail
