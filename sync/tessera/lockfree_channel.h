@@ -19,12 +19,15 @@
 //   the deadline (steady_clock; durations in any std::chrono unit).
 // - Who may call: any fiber or OS thread, mixed, any number of each; close()
 //   by anyone, more than once.
-// - Progress (the difference): no send or receive takes a lock. A party that
-//   comes to a cell its counterpart is still filling does not wait for it:
-//   it marks the cell broken and both take the next index. Waiting happens
-//   only where the contract waits (room, a value, a rendezvous). One segment
-//   of 32 cells is allocated per 32 operations and reused once both sides
-//   have passed it (the free list takes a short spin lock then).
+// - Progress (the difference): no send or receive takes a lock. Waiting
+//   happens where the contract waits (room, a value, a rendezvous), and in
+//   one more place: a try_ call takes an index only where its counterpart
+//   already has one, and if that counterpart has not yet filled the cell (a
+//   few instructions, unless its thread is preempted there), it waits for it
+//   — spinning, then yielding — rather than break the cell, which would let
+//   the counterpart's value overtake later ones (tests/linearizability_test).
+//   One segment of 32 cells is allocated per 32 operations and reused once
+//   every index has passed it (the free list takes a short spin lock then).
 // - Snapshots (size(), waiting_senders(), waiting_receivers()) are counts, not
 //   walks, and may be momentarily off by the operations in flight.
 // - Requirements on T: nothrow move constructible and destructible.
@@ -59,8 +62,6 @@
 //   SENDER_GONE    the sender waiting here gave up (deadline): its receiver
 //                  takes a new index, the expansion moves on
 //   RECEIVER_GONE  the receiver waiting here gave up: its sender takes a new index
-//   POISONED       a try_ call found its counterpart still on its way and broke
-//                  the cell rather than wait for it: the other takes a new index
 //   CLOSED         close() broke it (EMPTY or IN_BUFFER, or a waiter it woke)
 //
 // close(): sets the closed bit of the send index (fetch-or), which freezes
@@ -157,7 +158,7 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   // Cell states; a waiter's record is a pointer (>= kRecord), its low bit set
   // for a sender.
   static constexpr std::uintptr_t kEmpty = 0, kBuffered = 1, kDone = 2, kSenderGone = 3,
-                                  kReceiverGone = 4, kPoisoned = 5, kClosed = 6, kBusy = 7,
+                                  kReceiverGone = 4, kClosed = 6, kBusy = 7,
                                   kInBuffer = 8, kRecord = 16;
   static constexpr std::uint32_t kSpins = 512;  // an OS thread's spin before it parks
   enum side : std::size_t { kSendSide, kReceiveSide, kBufferSide };
@@ -231,6 +232,19 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     c.state.store(to, std::memory_order_release);
     unpark(who);
     return true;
+  }
+  /// A try_ call at a cell its counterpart has an index for but has not
+  /// filled yet: waits until the cell leaves `st` (spinning, then yielding).
+  static std::uintptr_t await_arrival(cell& c, std::uintptr_t st) noexcept {
+    for (std::uint32_t k = 0;; ++k) {
+      const std::uintptr_t now = c.state.load(std::memory_order_acquire);
+      if (now != st) return now;
+      if (k < kSpins) {
+        detail::cpu_relax();
+      } else {
+        yield_now();
+      }
+    }
   }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
@@ -358,8 +372,9 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       continue;
     }
     if (st == kEmpty && try_only) {
-      // Rendezvous: the receiver of this cell is on its way; do not wait for it.
-      if (c.state.compare_exchange_strong(st, kPoisoned, std::memory_order_acq_rel)) return kRetry;
+      // Rendezvous: the receiver of this cell took its index first and is on
+      // its way (a blocking one: two try_ calls cannot share a cell).
+      st = await_arrival(c, st);
       continue;
     }
     if (st == kEmpty) {
@@ -372,7 +387,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
                                                    : channel_status::closed);
     }
     if (st == kClosed) return done(channel_status::closed);
-    return kRetry;  // RECEIVER_GONE, POISONED: the next index
+    return kRetry;  // RECEIVER_GONE: the next index
   }
 }
 
@@ -433,10 +448,8 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
     }
     if (st == kEmpty || st == kInBuffer) {
       if (try_only) {
-        // The sender of this cell is on its way; do not wait for it.
-        if (c.state.compare_exchange_strong(st, kPoisoned, std::memory_order_acq_rel)) {
-          return kRetry;
-        }
+        // The sender of this cell took its index first and is on its way.
+        st = await_arrival(c, st);
         continue;
       }
       record me{self(), &out};
@@ -455,7 +468,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
       return kRetry;  // broken by close: drain on, or find it closed
     }
     // SENDER_GONE: the expansion that meets it goes on, so this index owes
-    // nothing. CLOSED, POISONED (rendezvous): the next index.
+    // nothing. CLOSED: the next index.
     if (st == kSenderGone) expands = false;
     return kRetry;
   }
