@@ -271,8 +271,6 @@ class channel : public detail::channel_api<channel<T>, T> {
     return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
   }
 
-
-
   std::size_t queued(const detail::park_list& list) const noexcept {
     lock_.lock();
     const std::size_t n = list.size();

@@ -158,8 +158,8 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   // Cell states; a waiter's record is a pointer (>= kRecord), its low bit set
   // for a sender.
   static constexpr std::uintptr_t kEmpty = 0, kBuffered = 1, kDone = 2, kSenderGone = 3,
-                                  kReceiverGone = 4, kClosed = 6, kBusy = 7,
-                                  kInBuffer = 8, kRecord = 16;
+                                  kReceiverGone = 4, kClosed = 5, kBusy = 6, kInBuffer = 7,
+                                  kRecord = 16;
   static constexpr std::uint32_t kSpins = 512;  // an OS thread's spin before it parks
   enum side : std::size_t { kSendSide, kReceiveSide, kBufferSide };
 
