@@ -46,7 +46,7 @@
 // s < R (its receiver is there or on its way), never waits; one at s >= B
 // waits in its cell until a receive moves B past it (expand: the value enters
 // the buffer) or its receiver takes the value. Every receive index moves B on
-// by one (a receive that took a value, gave up, or broke a cell), so B - R
+// by one (a receive that took a value or gave up waiting), so B - R
 // stays the capacity; a cell whose waiting sender gave up wastes the move,
 // and the expansion goes on to the next cell.
 //
