@@ -23,11 +23,7 @@
 #include <tessera/detail/cpu.h>
 #include <tessera/park.h>
 
-#include <algorithm>
-#include <mutex>
-#include <new>
 #include <optional>
-#include <utility>
 
 namespace tessera::detail {
 namespace {

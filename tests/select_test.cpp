@@ -161,7 +161,6 @@ TEST_P(SelectIn, AWaitingSelectIsClaimedByExactlyOneCounterpart) {
 TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
   watchdog dog("select deadline", 60s);
   channel<int> a(capacity()), b(capacity());
-  int x = 0, v = 5;
   if (capacity() > 0) {
     for (std::size_t i = 0; i < capacity(); ++i) ASSERT_TRUE(b.send(0));  // b full
   }
@@ -179,8 +178,6 @@ TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
   });
   EXPECT_EQ(a.waiting_receivers(), 0u);
   EXPECT_EQ(b.waiting_senders(), 0u);
-  (void)x;
-  (void)v;
 }
 
 // Selects over two channels (receive from either, or send a reply on the

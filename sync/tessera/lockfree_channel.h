@@ -79,7 +79,6 @@
 #include <memory>
 #include <new>
 #include <optional>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -322,20 +321,19 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
   if (is_closed()) return channel_status::closed;
   for (;;) {
     segment* held = cells_.hold(kSendSide);
-    std::uint64_t s = sends_.load(std::memory_order_seq_cst);
-    if (try_only) {
+    std::uint64_t s;
+    if (!try_only) {
+      s = sends_.fetch_add(1, std::memory_order_seq_cst);
+    } else if (s = sends_.load(std::memory_order_seq_cst); (s & kClosedBit) == 0) {
       // Take an index only where the value need not wait.
-      if ((s & kClosedBit) == 0 && !may_buffer(s)) {
+      if (!may_buffer(s)) {
         cells_.drop(held, kSendSide);
         return channel_status::full;
       }
-      if ((s & kClosedBit) == 0 &&
-          !sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
+      if (!sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
         cells_.drop(held, kSendSide);
         continue;
       }
-    } else {
-      s = sends_.fetch_add(1, std::memory_order_seq_cst);
     }
     if ((s & kClosedBit) != 0) {
       cells_.drop(held, kSendSide);

@@ -42,7 +42,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
