@@ -66,25 +66,19 @@ void check_sum(long sum, int items) {
   }
 }
 
-/// `pairs` producers and `pairs` consumers of kind `Worker` (std::thread,
-/// tessera::fiber or bf::fiber): ns per item.
-template <class Worker, class Ch>
-double transfer(Ch& ch, int pairs, int items) {
-  std::atomic<int> producers_left{pairs};
+/// `pairs` producers (`produce(p)`) and `pairs` consumers (`consume()`, which
+/// returns the sum of what it received) of kind `Worker` (std::thread,
+/// tessera::fiber or bf::fiber), passing 0..items-1: ns per item. Exits if an
+/// item was lost or duplicated.
+template <class Worker, class Produce, class Consume>
+double run_pairs(int pairs, int items, Produce produce, Consume consume) {
   std::atomic<long> sum{0};
   const auto t0 = steady::now();
   {
     std::vector<Worker> ws;
     for (int p = 0; p < pairs; ++p) {
-      ws.emplace_back([&, p] {
-        for (int i = p; i < items; i += pairs) send(ch, i);
-        if (producers_left.fetch_sub(1) == 1) ch.close();
-      });
-      ws.emplace_back([&] {
-        long s = 0;
-        for (int v; receive(ch, v);) s += v;
-        sum.fetch_add(s);
-      });
+      ws.emplace_back([&, p] { produce(p); });
+      ws.emplace_back([&] { sum.fetch_add(consume()); });
     }
     for (auto& w : ws) w.join();
   }
@@ -93,24 +87,38 @@ double transfer(Ch& ch, int pairs, int items) {
   return ns;
 }
 
+/// Through one channel until the last producer closes it.
+template <class Worker, class Ch>
+double transfer(Ch& ch, int pairs, int items) {
+  std::atomic<int> producers_left{pairs};
+  return run_pairs<Worker>(
+      pairs, items,
+      [&](int p) {
+        for (int i = p; i < items; i += pairs) send(ch, i);
+        if (producers_left.fetch_sub(1) == 1) ch.close();
+      },
+      [&] {
+        long s = 0;
+        for (int v; receive(ch, v);) s += v;
+        return s;
+      });
+}
+
 /// The same over K channels: producers send round-robin, consumers select.
 template <class Worker>
 double select_transfer(int pairs, int k, std::size_t capacity, int items) {
   std::vector<std::unique_ptr<tessera::channel<int>>> chs;
   for (int i = 0; i < k; ++i) chs.push_back(std::make_unique<tessera::channel<int>>(capacity));
   std::atomic<int> producers_left{pairs};
-  std::atomic<long> sum{0};
-  const auto t0 = steady::now();
-  {
-    std::vector<Worker> ws;
-    for (int p = 0; p < pairs; ++p) {
-      ws.emplace_back([&, p] {
+  return run_pairs<Worker>(
+      pairs, items,
+      [&](int p) {
         for (int i = p; i < items; i += pairs) (void)chs[i % k]->send(i);
         if (producers_left.fetch_sub(1) == 1) {
           for (auto& c : chs) c->close();
         }
-      });
-      ws.emplace_back([&] {
+      },
+      [&] {
         long s = 0;
         int v = 0;
         std::vector<tessera::select_case> cases;
@@ -124,14 +132,8 @@ double select_transfer(int pairs, int k, std::size_t capacity, int items) {
             --open;
           }
         }
-        sum.fetch_add(s);
+        return s;
       });
-    }
-    for (auto& w : ws) w.join();
-  }
-  const double ns = std::chrono::duration<double, std::nano>(steady::now() - t0).count() / items;
-  check_sum(sum.load(), items);
-  return ns;
 }
 
 /// One row: the four contenders, interleaved. `run_ours(fn)` and
