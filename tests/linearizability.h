@@ -8,11 +8,13 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -56,33 +58,59 @@ class recorder {
   std::vector<std::vector<op>> per_thread_;  // each written by its own thread only
 };
 
+/// A specification may also take some operations in two steps, as a dual data
+/// structure does (Scherer & Scott; Koval & Elizarov, "Dual Data Structures"):
+/// `bool request(const op&)` registers a waiting operation, and a later
+/// `bool follow_up(const op&)` completes it with o.result, both inside the
+/// operation's interval. Operations a specification takes in one step have
+/// request() return false.
+template <class Spec>
+concept dual_spec = requires(Spec s, const op& o) {
+  { s.request(o) } -> std::convertible_to<bool>;
+  { s.follow_up(o) } -> std::convertible_to<bool>;
+};
+
 /// Searches for a linearization of `h` under `Spec`: a copyable, ordered
 /// (operator<) state with `bool apply(const op&)` that performs the operation
-/// and says whether it would return o.result. At most 63 operations.
+/// and says whether it would return o.result (and request()/follow_up() for a
+/// dual_spec). At most 63 operations.
 template <class Spec>
 bool linearizable(const std::vector<op>& h, const Spec& initial) {
   const std::size_t n = h.size();
   if (n > 63) return false;
-  std::set<std::pair<std::uint64_t, Spec>> seen;  // dead ends
-  std::function<bool(std::uint64_t, const Spec&)> search = [&](std::uint64_t done,
-                                                               const Spec& state) {
-    if (done == (std::uint64_t{1} << n) - 1) return true;
-    if (seen.count({done, state}) != 0) return false;
+  using mask = std::uint64_t;
+  std::set<std::tuple<mask, mask, Spec>> seen;  // dead ends
+  std::function<bool(mask, mask, const Spec&)> search = [&](mask done, mask waiting,
+                                                            const Spec& state) {
+    if (done == (mask{1} << n) - 1) return true;
+    if (seen.count({done, waiting, state}) != 0) return false;
     // The earliest response among the pending: only operations invoked
-    // before it may go next.
+    // before it may take a step next.
     std::uint64_t horizon = ~std::uint64_t{0};
     for (std::size_t i = 0; i < n; ++i) {
       if ((done >> i & 1) == 0 && h[i].returned < horizon) horizon = h[i].returned;
     }
     for (std::size_t i = 0; i < n; ++i) {
-      if ((done >> i & 1) != 0 || h[i].invoked > horizon) continue;
+      const mask bit = mask{1} << i;
+      if ((done & bit) != 0 || h[i].invoked > horizon) continue;
+      if ((waiting & bit) != 0) {
+        if constexpr (dual_spec<Spec>) {
+          Spec next = state;
+          if (next.follow_up(h[i]) && search(done | bit, waiting & ~bit, next)) return true;
+        }
+        continue;
+      }
       Spec next = state;
-      if (next.apply(h[i]) && search(done | (std::uint64_t{1} << i), next)) return true;
+      if (next.apply(h[i]) && search(done | bit, waiting, next)) return true;
+      if constexpr (dual_spec<Spec>) {
+        Spec wait = state;
+        if (wait.request(h[i]) && search(done, waiting | bit, wait)) return true;
+      }
     }
-    seen.insert({done, state});
+    seen.insert({done, waiting, state});
     return false;
   };
-  return search(0, initial);
+  return search(0, 0, initial);
 }
 
 /// The history, one operation per line, for a failure message.

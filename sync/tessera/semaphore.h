@@ -22,7 +22,12 @@
 //                 fetch-and-add semaphore on a segment queue of cells
 //                 (tessera/detail/faa_semaphore.h). Waiters park at once (no
 //                 spinning); a timed-out waiter's cell is paid for by the next
-//                 release. Not constexpr (it allocates its first segment).
+//                 release. The FIFO order is that of the cells: a waiter
+//                 delayed between its fetch-and-add and its cell can be
+//                 overtaken, and the later waiter takes the permit released
+//                 for it (linearizable as a dual data structure, not as a
+//                 plain counter). Not constexpr (it allocates its first
+//                 segment).
 //   try_acquire never waits; under fifo/restricted/faa it also never barges (it
 //   succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
