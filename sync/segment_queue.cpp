@@ -28,9 +28,9 @@
 namespace tessera::detail {
 namespace {
 // A waiter* is above the states, and even; hand-overs are odd (kPermit, or an
-// element pointer with its low bit set).
+// element pointer with its low bit set); kBroken is odd and no hand-over.
 bool is_waiter(std::uintptr_t v) noexcept {
-  return v >= 4 && (v & 1) == 0;
+  return v >= 8 && (v & 1) == 0;
 }
 
 struct unpark_fn {
@@ -49,8 +49,9 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
   std::uintptr_t seen = kEmpty;
   if (!cell.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
-    // A resume() came first and left its hand-over.
-    cell.store(kTaken, std::memory_order_relaxed);
+    // A resume() came first: it left its hand-over (async), or broke the
+    // cell (sync), which stays BROKEN.
+    if (seen != kBroken) cell.store(kTaken, std::memory_order_relaxed);
     cells_.drop(s, 0);
     return seen;
   }
@@ -103,27 +104,39 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   return handed;
 }
 
-bool segment_queue::resume(std::uintptr_t handover) {
+bool segment_queue::resume(std::uintptr_t handover, resume_mode mode) {
   list::segment* held = cells_.hold(1);
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
   const auto [s, c] = cells_.at(held, i, 1);
   std::atomic<std::uintptr_t>& cell = c->word;
   std::uintptr_t seen = kEmpty;
-  bool ok = true;
-  if (!cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
-    if (is_waiter(seen) &&
-        cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
-      // Poke the waiter behind it, so that it spins as the next in line
-      // (the TWA semaphore's successor-of-successor wake-up).
-      if ((i + 1) % kSegmentCells != 0) {
-        const std::uintptr_t behind =
-            s->cells[(i + 1) % kSegmentCells].word.load(std::memory_order_acquire);
-        if (is_waiter(behind) && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
-      }
-      unpark(reinterpret_cast<waiter*>(seen));
-    } else {
-      ok = false;  // CANCELLED: the waiter gave up before we came
+  if (mode == resume_mode::sync) {
+    // Wait a little for the suspender; if it does not come, break the cell.
+    // A failed CAS means it came just now: `seen` is then what it left.
+    for (std::uint32_t k = 0; k < kSyncSpins && seen == kEmpty; ++k) {
+      cpu_relax();
+      seen = cell.load(std::memory_order_acquire);
     }
+    if (seen == kEmpty && cell.compare_exchange_strong(seen, kBroken, std::memory_order_acq_rel)) {
+      cells_.drop(s, 1);
+      return false;
+    }
+  } else if (cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel)) {
+    cells_.drop(s, 1);  // left for the suspender on its way
+    return true;
+  }
+  // `seen` is the waiter*, or CANCELLED: the waiter gave up before we came.
+  const bool ok =
+      is_waiter(seen) && cell.compare_exchange_strong(seen, handover, std::memory_order_acq_rel);
+  if (ok) {
+    // Poke the waiter behind it, so that it spins as the next in line
+    // (the TWA semaphore's successor-of-successor wake-up).
+    if ((i + 1) % kSegmentCells != 0) {
+      const std::uintptr_t behind =
+          s->cells[(i + 1) % kSegmentCells].word.load(std::memory_order_acquire);
+      if (is_waiter(behind) && should_spin()) unpark(reinterpret_cast<waiter*>(behind));
+    }
+    unpark(reinterpret_cast<waiter*>(seen));
   }
   cells_.drop(s, 1);
   return ok;

@@ -39,11 +39,23 @@
 //
 //   put(x):  under the lock, size_ += 1; if it was >= 0, store x: done. Else a
 //            taker is owed one: resume() the next cell with x (outside the
-//            lock). A cancelled cell fails the resume and the put goes round
-//            again: its increment paid the timed-out taker's decrement back
-//            (simple cancellation, as the fetch-and-add semaphore).
+//            lock), synchronously. A cancelled cell fails the resume and the
+//            put goes round again: its increment paid the timed-out taker's
+//            decrement back (simple cancellation, as the fetch-and-add
+//            semaphore). So does a cell whose taker had not arrived within
+//            the resume's short wait: the resume breaks it.
 //   take():  under the lock, size_ -= 1; if it was > 0, take from the storage.
-//            Else suspend() in the next cell and get what it is handed.
+//            Else suspend() in the next cell and get what it is handed; a
+//            broken cell (its put gave up on us and paid our decrement
+//            back) sends the take round again.
+//
+// Why synchronous resumption (CQS's SYNC mode). Asynchronously, a put() whose
+// taker is slow to reach its cell would leave the element there and return;
+// a try_take() after it would find the pool empty, and a later taker can
+// overtake the slow one to that cell. The element would be in the pool and
+// in nobody's view. Synchronously, put() returns only once a taker holds the
+// element, or it stored it: the pool stays linearizable as a plain queue or
+// stack (tests/linearizability_test.cpp checks the stack so).
 //
 // Why the count shares the storage's lock. With the count changed by
 // fetch-and-add outside it, a taker that counted an element and a put that
@@ -113,8 +125,12 @@ class blocking_pool {
       }
       // A taker is owed an element: hand it to the next cell.
       T* box = make_box(std::move(v));
-      if (q_.resume(detail::segment_queue::element(box))) return;  // the taker owns it now
-      // That taker gave up; our increment paid its decrement back.
+      if (q_.resume(detail::segment_queue::element(box),
+                    detail::segment_queue::resume_mode::sync)) {
+        return;  // the taker owns it now
+      }
+      // That taker gave up, or had not come and its cell is broken; either
+      // way our increment paid its decrement back.
       std::destroy_at(&v);
       ::new (static_cast<void*>(&v)) T(std::move(*box));
       delete box;
@@ -123,8 +139,7 @@ class blocking_pool {
 
   /// Takes an element, waiting while there is none.
   T take() {
-    if (auto v = take_stored(true)) return std::move(*v);
-    return *unbox(q_.suspend({}, kKind, this));
+    return *take_until({}, nullptr);
   }
   /// Takes an element if one is free and nobody waits; never waits.
   std::optional<T> try_take() {
@@ -161,10 +176,13 @@ class blocking_pool {
       Order == pool_order::fifo ? "blocking_pool" : "blocking_stack";
 
   std::optional<T> take_until(detail::deadline d, const std::stop_token* stop) {
-    if (auto v = take_stored(true)) return v;
-    const std::uintptr_t got = q_.suspend(d, kKind, this, stop);
-    if (got == 0) return std::nullopt;
-    return unbox(got);
+    for (;;) {
+      if (auto v = take_stored(true)) return v;
+      const std::uintptr_t got = q_.suspend(d, kKind, this, stop);
+      if (got == 0) return std::nullopt;
+      if (got != detail::segment_queue::kBroken) return unbox(got);
+      // The put for our cell gave up on us and paid our decrement back.
+    }
   }
   /// Under the lock: a stored element if one is free. Else nullopt, and with
   /// `queue` the caller is counted as a taker owed one (it must suspend()).

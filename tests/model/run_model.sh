@@ -23,8 +23,8 @@
 #   tests/model/run_model.sh auto_reset_event     # auto_reset_event.pml: the box office and timed
 #                                                 # withdrawal; 2 configurations, 1 mutation (~5 s; ctest)
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
-#                                                 # cancellation and segment reclamation;
-#                                                 # 4 configurations, 3 mutations (~35 s; ctest)
+#                                                 # cancellation, sync and async resumption, segment
+#                                                 # reclamation; 7 configurations, 5 mutations (~1 min; ctest)
 #   tests/model/run_model.sh lockfree_channel     # lockfree_channel.pml: the lock-free channel's
 #                                                 # cells, buffer end, timeouts and close;
 #                                                 # 6 configurations, 3 mutations (~2 min; ctest)
@@ -198,6 +198,16 @@ if [ "$model" = "segment_queue" ]; then
       -DNO_VALIDATE
   run "mutation: the reclaimer ignores the holds" fail -DNP=3 -DR=2 -DINIT=1 -DSEG=1 \
       -DIGNORE_HOLDS
+  # Synchronous resumption (blocking_pool): broken cells and the retries.
+  # (MAXB: how many cells may break in all; 3 acquirers with 1 permit and
+  # one break is 1.4e7 states, ~30 s, left to a manual run.)
+  run "sync: 3 acquirers, 2 permits, a broken cell" pass -DSYNC -DNP=3 -DINIT=2 -DSEG=1 -DMAXB=1
+  run "sync: 2 acquirers, 2 rounds, two broken cells" pass -DSYNC -DNP=2 -DR=2 -DINIT=1 -DSEG=1
+  run "sync: 2 acquirers, 2 rounds, 2 cells per segment" pass -DSYNC -DNP=2 -DR=2 -DINIT=1 -DSEG=2
+  run "mutation: a suspender takes a broken cell as a hand-over" fail -DSYNC -DNP=3 -DINIT=1 \
+      -DSEG=1 -DBROKEN_TAKEN
+  run "mutation (sync): a release gives up at a failed resume" fail -DSYNC -DNP=3 -DINIT=1 \
+      -DSEG=1 -DNO_RETRY
   echo "segment_queue model: never more holders than permits, no reclaimed cell touched, no lost wake-up, no permit lost"
   exit 0
 fi

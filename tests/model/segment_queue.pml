@@ -2,8 +2,8 @@
  * fetch-and-add semaphore (sync/tessera/detail/faa_semaphore.h,
  * sync/faa_semaphore.cpp) on the segment queue synchronizer
  * (sync/tessera/detail/segment_queue.h, sync/segment_queue.cpp): the cell
- * states (EMPTY, a waiter, PERMIT, TAKEN, CANCELLED), suspend and resume with
- * asynchronous resumption, simple cancellation (a waiter whose deadline passes
+ * states (EMPTY, a waiter, PERMIT, TAKEN, CANCELLED, BROKEN), suspend and
+ * resume with asynchronous and (-DSYNC) synchronous resumption, simple cancellation (a waiter whose deadline passes
  * CASes its cell to CANCELLED; the release that meets the cell fails its
  * resume and adds another permit), and segment reclamation: the hold counts
  * (raise, then check the pointer again), walking forward holding, the
@@ -22,10 +22,16 @@
  *  - no lost wake-up: every process terminates (invalid end states);
  *  - at the end: every cell not dequeued is CANCELLED (a timed-out waiter's
  *    debt) and permits + those cells == INIT (no permit lost or made).
+ * With -DSYNC the releases resume synchronously, as blocking_pool's put()
+ * does: a resume that finds its cell EMPTY may wait for the suspender or give
+ * up and break the cell (BROKEN); the suspender that then comes starts its
+ * acquire over (the release's increment paid its decrement back), and the
+ * release goes round again as at a cancelled cell.
  * Mutations that must be caught (run_model.sh): -DNO_RETRY (a release whose
  * resume meets a cancelled cell gives up), -DNO_VALIDATE (hold() does not
  * check the pointer again after raising the count), -DIGNORE_HOLDS (the
- * reclaimer does not look at the counts).
+ * reclaimer does not look at the counts), with SYNC -DBROKEN_TAKEN (a
+ * suspender takes a broken cell as a hand-over).
  */
 #ifndef NP
 #define NP 3
@@ -39,13 +45,21 @@
 #ifndef SEG
 #define SEG 1
 #endif
+#ifndef MAXB
+#define MAXB 2  /* SYNC: cells broken in all (a resume past that waits) */
+#endif
+#ifdef SYNC
+#define NC (NP * R + 1 + MAXB)  /* a broken cell costs one more on each side */
+#else
 #define NC (NP * R + 1)
+#endif
 #define NSEG (NC / SEG + 2)
 #define EMPTY 0
 #define PERMIT 1
 #define TAKEN 2
 #define CANCELLED 3
-#define W(p) (4 + (p))
+#define BROKEN 4
+#define W(p) (5 + (p))
 
 byte cell[NC];
 short permits = INIT;
@@ -59,6 +73,7 @@ byte first = 0;             /* first_: oldest segment not reclaimed */
 bit lk = 0;                 /* lock_ (try_lock in reclaim) */
 bit pm[NP];                 /* each process's park permit */
 byte inside = 0;
+byte breaks = 0;
 byte finished = 0;
 
 /* hold(): raise the count of the segment `ptr` names, check it still does. */
@@ -121,7 +136,13 @@ inline suspend(me, timed) {
   assert(!freed[i / SEG]);
   atomic { if :: cell[i] == EMPTY -> cell[i] = W(me); installed = 1 :: else -> installed = 0 fi };
   if
-  :: !installed ->
+  :: !installed && cell[i] == BROKEN ->   /* a sync resume gave up on us */
+#ifdef BROKEN_TAKEN
+     got = 1
+#else
+     broken = 1
+#endif
+  :: !installed && cell[i] != BROKEN ->
      assert(cell[i] == PERMIT);   /* a resume came first */
      cell[i] = TAKEN;
      got = 1
@@ -151,28 +172,47 @@ inline resume(ok) {
   atomic { i = deq; deq++ };
   walk(s, i / SEG, headp);
   assert(!freed[i / SEG]);
+#ifdef SYNC
+  /* Wait a while for the suspender (a spin: any number of its steps), then
+   * break the cell if it is still EMPTY. Past MAXB breaks the spin is long
+   * enough (it waits): the search stays finite. */
+  atomic {
+    if
+    :: cell[i] == EMPTY && breaks < MAXB -> cell[i] = BROKEN; seen = BROKEN; breaks++
+    :: cell[i] != EMPTY -> seen = cell[i]
+    fi
+  };
+  if
+  :: seen == BROKEN -> ok = 0
+  :: else ->
+#else
   atomic { if :: cell[i] == EMPTY -> cell[i] = PERMIT; seen = EMPTY :: else -> seen = cell[i] fi };
   if
   :: seen == EMPTY -> ok = 1
   :: else ->
-     atomic { if :: seen >= 4 && cell[i] == seen -> cell[i] = TAKEN; ok = 1
+#endif
+     atomic { if :: seen >= 5 && cell[i] == seen -> cell[i] = TAKEN; ok = 1
                   :: else -> ok = 0 fi };
-     if :: ok -> pm[seen - 4] = 1 :: else -> assert(cell[i] == CANCELLED) fi
+     if :: ok -> pm[seen - 5] = 1 :: else -> assert(cell[i] == CANCELLED) fi
   fi;
   holds[s]--
 }
 
 proctype acquirer(byte me; bit timed) {
   byte s, i, passed, h, seen, round = 0;
-  bit got, installed, moved, got_lock, ok;
+  bit got, installed, moved, got_lock, ok, broken;
   short p;
   do
   :: round < R ->
-     atomic { p = permits; permits-- };
-     if
-     :: p > 0 -> got = 1
-     :: else -> suspend(me, timed)
-     fi;
+     do
+     :: atomic { p = permits; permits-- };
+        broken = 0;
+        if
+        :: p > 0 -> got = 1
+        :: else -> suspend(me, timed)
+        fi;
+        if :: !broken -> break :: else -> skip fi  /* start over */
+     od;
      if
      :: got ->
         atomic { inside++; assert(inside <= INIT) };
@@ -212,7 +252,13 @@ init {
     od
   };
   finished == NP;
-  /* Quiescent: cells not dequeued are timed-out waiters' debts. */
+  /* Quiescent: cells not dequeued are timed-out waiters' debts, and no
+   * dequeued cell still holds a hand-over nobody took. */
+  k = 0;
+  do
+  :: k < deq -> assert(cell[k] != PERMIT && cell[k] != EMPTY); k++
+  :: else -> break
+  od;
   k = deq;
   do
   :: k < enq -> assert(cell[k] == CANCELLED); k++

@@ -21,6 +21,7 @@
 //              too, and unparks the waiter, which reads it.
 //   TAKEN      suspend() took the hand-over it found (CAS hand-over → TAKEN)
 //   CANCELLED  the waiter gave up (deadline or stop request): CAS waiter* → CANCELLED
+//   BROKEN     a synchronous resume() found no waiter and gave up: CAS EMPTY → BROKEN
 //
 //   suspend: CAS EMPTY → me, park until the cell is no longer me; at the
 //            deadline or a stop request CAS me → CANCELLED (0), failing that a
@@ -30,6 +31,21 @@
 //            unpark (true); a CANCELLED cell returns false and the hand-over
 //            stays with the caller, who retries ("simple cancellation", as
 //            kotlinx's Semaphore — see sync/segment_queue.cpp).
+//
+// Resumption (CQS's two modes, chosen per resume()):
+//   async    as above: a resume() that comes first leaves its hand-over in
+//            the EMPTY cell and returns; the suspender takes it on arrival.
+//            The hand-over is then in no one's hands for a while: an
+//            operation that looks at the user's state in between does not
+//            see it (counting_semaphore under admission::faa takes this
+//            mode: a permit carries nothing, and a release never waits).
+//   sync     a resume() that finds the cell EMPTY waits up to kSyncSpins
+//            PAUSEs for its suspender to arrive; if none does, it breaks the
+//            cell (BROKEN) and returns false with the hand-over, and the
+//            suspender that comes later finds BROKEN, gets kBroken and starts
+//            its operation over. So a resume() returns true only once the
+//            hand-over is in a waiter's hands (blocking_pool takes this mode:
+//            an element never waits in a cell, unseen by try_take()).
 //
 // The cells live in a segment_list (tessera/detail/segment_list.h): segments
 // reclaimed oldest first once both indices have passed them and no operation
@@ -56,6 +72,10 @@ class segment_queue {
   static constexpr std::size_t kSegmentCells = 32;
   /// PAUSE iterations an OS thread next in line spins before it parks.
   static constexpr std::uint32_t kSpins = 1024;
+  /// PAUSE iterations a synchronous resume() waits for its suspender.
+  static constexpr std::uint32_t kSyncSpins = 256;
+
+  enum class resume_mode { async, sync };
 
   segment_queue() = default;
   segment_queue(const segment_queue&) = delete;
@@ -64,13 +84,16 @@ class segment_queue {
   /// Waits in the next cell until a resume() hands over, until `d`, or until
   /// `stop` (if given) is requested. Returns the hand-over (the caller owns
   /// it), or 0: timed out or stopped, the cell cancelled, nothing handed to
-  /// this caller. `kind`/`object`: the wait record (runtime::dump).
+  /// this caller, or kBroken: a synchronous resume() gave up on this cell
+  /// before the caller came, and the caller starts its operation over.
+  /// `kind`/`object`: the wait record (runtime::dump).
   std::uintptr_t suspend(deadline d, const char* kind, const void* object,
                          const std::stop_token* stop = nullptr);
   /// Hands `handover` (kPermit, or an element pointer with its low bit set)
-  /// to the next cell's waiter, or leaves it for the suspend() on its way.
-  /// False: that cell was cancelled; nothing was handed over.
-  bool resume(std::uintptr_t handover = kPermit);
+  /// to the next cell's waiter, or (async) leaves it for the suspend() on its
+  /// way. False: that cell was cancelled, or (sync) its suspender did not
+  /// come in time and the cell is broken; nothing was handed over.
+  bool resume(std::uintptr_t handover = kPermit, resume_mode mode = resume_mode::async);
 
   /// Waiters parked right now (racy snapshot).
   std::ptrdiff_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
@@ -78,6 +101,7 @@ class segment_queue {
   std::size_t live_segments() const noexcept { return cells_.live_segments(); }
 
   static constexpr std::uintptr_t kEmpty = 0, kPermit = 1, kTaken = 2, kCancelled = 3;
+  static constexpr std::uintptr_t kBroken = 5;  // odd, below every element pointer
   /// An element pointer `p` (aligned to 2 at least) as a hand-over, and back.
   static std::uintptr_t element(const void* p) noexcept {
     return reinterpret_cast<std::uintptr_t>(p) | 1;
