@@ -11,13 +11,14 @@
 // the retry but adds a state and a race with the resumer; a retry is one
 // fetch-and-add and one cell, paid once per cancelled wait.
 //
-// Memory. Cells between the dequeue and the enqueue index stay allocated,
-// cancelled ones included, until resumes pass them: a semaphore whose
-// waiters all time out and which is never released keeps a segment per
-// kSegmentCells timed-out waits (CQS removes a segment whose cells are all
-// cancelled from the middle of the list; not done here). Segments behind both
-// indices are reclaimed as soon as no operation holds them (the hold protocol:
-// tessera/detail/segment_list.h).
+// Memory. A segment whose cells were all cancelled (or broken) is removed
+// from the middle of the list, as CQS does, and reused once nothing can reach
+// it (tessera/detail/segment_list.h): a semaphore whose waiters all time out
+// and which is never released keeps a bounded number of segments, not one
+// per kSegmentCells timed-out waits. A resume() whose index falls in a
+// removed segment fails as at a cancelled cell, and its caller pays that
+// cell's debt as usual. Segments behind both indices are reclaimed as soon as
+// no operation holds them (the hold protocol, the same file).
 #include "tessera/detail/segment_queue.h"
 
 #include <tessera/detail/cpu.h>
@@ -44,14 +45,19 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   list::segment* held = cells_.hold(0);
   const std::uint64_t i = enq_.fetch_add(1, std::memory_order_seq_cst);
   const auto [s, c] = cells_.at(held, i, 0);
+  // (A segment is removed only once all its suspenders have come and gone.)
   std::atomic<std::uintptr_t>& cell = c->word;
   waiter* me = self();
   const auto mine = reinterpret_cast<std::uintptr_t>(me);
   std::uintptr_t seen = kEmpty;
   if (!cell.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
     // A resume() came first: it left its hand-over (async), or broke the
-    // cell (sync), which stays BROKEN.
-    if (seen != kBroken) cell.store(kTaken, std::memory_order_relaxed);
+    // cell (sync), which stays BROKEN and counts as cancelled.
+    if (seen != kBroken) {
+      cell.store(kTaken, std::memory_order_relaxed);
+    } else {
+      cells_.cancelled(s);
+    }
     cells_.drop(s, 0);
     return seen;
   }
@@ -99,6 +105,8 @@ std::uintptr_t segment_queue::suspend(deadline d, const char* kind, const void* 
   if (!cancelled) {
     handed = cell.load(std::memory_order_acquire);
     cell.store(kTaken, std::memory_order_relaxed);
+  } else {
+    cells_.cancelled(s);
   }
   cells_.drop(s, 0);
   return handed;
@@ -108,6 +116,10 @@ bool segment_queue::resume(std::uintptr_t handover, resume_mode mode) {
   list::segment* held = cells_.hold(1);
   const std::uint64_t i = deq_.fetch_add(1, std::memory_order_seq_cst);
   const auto [s, c] = cells_.at(held, i, 1);
+  if (c == nullptr) {  // i's segment was removed: its cells were all cancelled
+    cells_.drop(s, 1);
+    return false;
+  }
   std::atomic<std::uintptr_t>& cell = c->word;
   std::uintptr_t seen = kEmpty;
   if (mode == resume_mode::sync) {

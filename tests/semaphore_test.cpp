@@ -789,5 +789,37 @@ TEST_P(Faa, SegmentsBehindBothIndicesAreReclaimed) {
   EXPECT_LE(s.live_segments(), 8u);
 }
 
+TEST_P(Faa, SegmentsOfTimedOutWaitersAreRemovedWithoutARelease) {
+  watchdog dog("faa segment removal", 60s);
+  detail::faa_semaphore s(0, std::numeric_limits<std::ptrdiff_t>::max());
+  // 4 x 400 waits that all time out, and no release: 50 segments' worth of
+  // cancelled cells between the two indices.
+  run_all(GetParam(), 4, [&](int) {
+    for (int k = 0; k < 400; ++k) {
+      EXPECT_FALSE(s.try_acquire_until(std::chrono::steady_clock::now() + 5us));
+    }
+  });
+  // Removed from the middle of the list and reused: what stays is the
+  // segment each index is in and a few a late scan found held.
+  EXPECT_LE(s.live_segments(), 8u);
+  // The debts are all still paid, through the removed segments: 1,600
+  // cancelled cells, then one permit free.
+  s.release(1, std::numeric_limits<std::ptrdiff_t>::max());
+  EXPECT_EQ(s.available(), 1);
+  EXPECT_TRUE(s.try_acquire());
+  // And a waiter after them is reached.
+  std::atomic<bool> in{false};
+  group g(GetParam());
+  g.spawn([&] {
+    s.acquire();
+    in = true;
+  });
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  s.release(1, std::numeric_limits<std::ptrdiff_t>::max());
+  g.join();
+  EXPECT_TRUE(in.load());
+  EXPECT_LE(s.live_segments(), 8u);
+}
+
 }  // namespace
 }  // namespace tessera::test

@@ -18,6 +18,21 @@
 // segment was reused and became that pointer's segment again, and then
 // holding it is holding the current segment, which is correct.
 //
+// Removal (CQS; model-checked in tests/model/segment_queue.pml, -DREMOVE): a
+// user that cancels cells reports each with cancelled(); a segment whose N
+// cells are all cancelled is unlinked from the middle of the list by the
+// reclaimer, unless it is the newest or a side's pointer names it, and joins
+// the retired segments. Its next pointer stays as it was, so an operation
+// that reached it before it was unlinked walks on. An index in a removed
+// segment has no cell: at() returns the next live segment and a null cell,
+// and the caller treats it as cancelled (only the resuming side can ask for
+// one: every suspender of a removed segment has come and gone). A retired
+// segment is reused when reclamation, scanning every segment not reclaimed
+// in id order, finds none up to it held, and no side's pointer names a
+// retired segment at or before it: no operation holds it, and none can reach
+// it any more. So a queue whose waiters all time out keeps a bounded number
+// of segments, not one per N of them.
+//
 // Cell requirements: default constructible, and `void reset() noexcept`
 // (called on a segment before it is linked, fresh or reused; the cells of a
 // reclaimed segment are all in a final state, owning nothing).
@@ -54,7 +69,9 @@ class segment_list {
       }
       return false;
     }
-    segment* free_next = nullptr;  // on the free list; guarded by lock_
+    std::atomic<std::uint32_t> cancelled{0};  // cells reported by cancelled()
+    std::atomic<bool> retired{false};         // unlinked (written under reclaim_lock_)
+    segment* free_next = nullptr;  // on the free list (lock_) or the retired list (reclaim_lock_)
     Cell cells[N];
   };
 
@@ -67,6 +84,7 @@ class segment_list {
   ~segment_list() {
     for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
     for (segment* s = free_; s != nullptr;) delete std::exchange(s, s->free_next);
+    for (segment* s = retired_; s != nullptr;) delete std::exchange(s, s->free_next);
   }
   segment_list(const segment_list&) = delete;
   segment_list& operator=(const segment_list&) = delete;
@@ -132,10 +150,22 @@ class segment_list {
 
   /// The held segment and the cell of index `i`, walking from `held` (from
   /// hold(k), called *before* `i` was taken from its counter, so that it is
-  /// not past i's) and moving side k's pointer forward.
+  /// not past i's) and moving side k's pointer forward. A null cell: i's
+  /// segment was removed (all its cells cancelled); the segment returned,
+  /// held, is the next live one.
   std::pair<segment*, Cell*> at(segment* held, std::uint64_t i, std::size_t k) {
     segment* s = walk(held, i / N, k);
+    if (s->id.load(std::memory_order_relaxed) != i / N) return {s, nullptr};
     return {s, &s->cells[i % N]};
+  }
+
+  /// Reports one more cancelled cell of `s` (held by the caller; each cell
+  /// at most once). The N-th asks for the segment's removal.
+  void cancelled(segment* s) noexcept {
+    if (s->cancelled.fetch_add(1, std::memory_order_acq_rel) + 1 == N) {
+      removable_.fetch_add(1, std::memory_order_seq_cst);
+      reclaim();
+    }
   }
 
   /// Segments allocated and not reclaimed (for tests of the reclamation).
@@ -160,6 +190,8 @@ class segment_list {
     }
     if (s == nullptr) s = new segment;
     s->free_next = nullptr;
+    s->retired.store(false, std::memory_order_relaxed);
+    s->cancelled.store(0, std::memory_order_relaxed);
     s->next.store(nullptr, std::memory_order_relaxed);
     for (auto& c : s->cells) c.reset();
     s->id.store(id, std::memory_order_relaxed);
@@ -184,13 +216,86 @@ class segment_list {
     for (std::size_t k = 0; k < active_; ++k) {
       passed = std::min(passed, sides_[k].p.load(std::memory_order_seq_cst)->id.load());
     }
-    while (first_->id.load(std::memory_order_relaxed) < passed && !first_->held()) {
-      segment* s = first_;
-      first_ = s->next.load(std::memory_order_acquire);
-      s->free_next = free_;
-      free_ = s;
-      live_.fetch_sub(1, std::memory_order_relaxed);
+    if (removable_.load(std::memory_order_seq_cst) != 0) unlink_cancelled();
+    // One scan in id order over the chain from first_ and the retired list,
+    // stopping at the first held segment (holding a segment protects every
+    // later one). Live segments go oldest first, while every side has passed
+    // them; retired ones once no side's pointer can lead to them.
+    segment* live = first_;
+    segment** retired_link = &retired_;
+    bool in_order = true;
+    while (live != nullptr || *retired_link != nullptr) {
+      segment* r = *retired_link;
+      const bool take_retired = r != nullptr && (live == nullptr || r->id < live->id);
+      segment* x = take_retired ? r : live;
+      if (x->held()) break;
+      if (take_retired) {
+        if (unreachable(r)) {
+          *retired_link = r->free_next;
+          release(r);
+        } else {
+          retired_link = &r->free_next;
+        }
+      } else {
+        segment* next = live->next.load(std::memory_order_seq_cst);
+        if (in_order && live->id.load(std::memory_order_relaxed) < passed) {
+          first_ = next;
+          release(live);
+        } else {
+          in_order = false;
+          if (*retired_link == nullptr) break;  // nothing more to gain
+        }
+        live = next;
+      }
     }
+  }
+  /// Unlinks every segment whose cells are all cancelled, but the newest and
+  /// those a side's pointer names (reclaim_lock_ held: only we change a next
+  /// pointer that is not null).
+  void unlink_cancelled() noexcept {
+    segment* prev = nullptr;
+    for (segment* s = first_; s != nullptr;) {
+      segment* next = s->next.load(std::memory_order_seq_cst);
+      if (next == nullptr || s->cancelled.load(std::memory_order_acquire) != N || named(s)) {
+        prev = s;
+        s = next;
+        continue;
+      }
+      if (prev == nullptr) {
+        first_ = next;
+      } else {
+        prev->next.store(next, std::memory_order_seq_cst);
+      }
+      s->retired.store(true, std::memory_order_relaxed);
+      segment** link = &retired_;  // kept in id order
+      while (*link != nullptr && (*link)->id < s->id) link = &(*link)->free_next;
+      s->free_next = *link;
+      *link = s;
+      removable_.fetch_sub(1, std::memory_order_relaxed);
+      s = next;
+    }
+  }
+  bool named(const segment* s) const noexcept {
+    for (std::size_t k = 0; k < active_; ++k) {
+      if (sides_[k].p.load(std::memory_order_seq_cst) == s) return true;
+    }
+    return false;
+  }
+  /// No side's pointer names a retired segment at or before `r` (checked
+  /// after the scan found none up to r held).
+  bool unreachable(const segment* r) const noexcept {
+    for (std::size_t k = 0; k < active_; ++k) {
+      const segment* p = sides_[k].p.load(std::memory_order_seq_cst);
+      if (p->retired.load(std::memory_order_relaxed) &&
+          p->id.load(std::memory_order_relaxed) <= r->id)
+        return false;
+    }
+    return true;
+  }
+  void release(segment* s) noexcept {  // lock_ held
+    s->free_next = free_;
+    free_ = s;
+    live_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   struct alignas(64) side_ptr {
@@ -202,8 +307,10 @@ class segment_list {
   spin_lock lock_;          // the free list (once per N operations)
   spin_lock reclaim_lock_;  // one reclaimer at a time
   std::atomic<bool> reclaim_wanted_{false};
-  segment* first_ = nullptr;  // the oldest segment not reclaimed; guarded by reclaim_lock_
-  segment* free_ = nullptr;   // reclaimed segments for reuse; guarded by lock_
+  std::atomic<std::size_t> removable_{0};  // segments all cancelled, not yet unlinked
+  segment* first_ = nullptr;               // the oldest live segment; guarded by reclaim_lock_
+  segment* retired_ = nullptr;             // unlinked, in id order; guarded by reclaim_lock_
+  segment* free_ = nullptr;                // reclaimed segments for reuse; guarded by lock_
 };
 
 }  // namespace tessera::detail
