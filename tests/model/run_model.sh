@@ -24,7 +24,8 @@
 #                                                 # withdrawal; 2 configurations, 1 mutation (~5 s; ctest)
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
 #                                                 # cancellation, sync and async resumption, segment
-#                                                 # reclamation; 7 configurations, 5 mutations (~1 min; ctest)
+#                                                 # reclamation and removal; 10 configurations, 7 mutations
+#                                                 # (~2 min; ctest)
 #   tests/model/run_model.sh lockfree_channel     # lockfree_channel.pml: the lock-free channel's
 #                                                 # cells, buffer end, timeouts and close;
 #                                                 # 6 configurations, 3 mutations (~2 min; ctest)
@@ -208,6 +209,15 @@ if [ "$model" = "segment_queue" ]; then
       -DSEG=1 -DBROKEN_TAKEN
   run "mutation (sync): a release gives up at a failed resume" fail -DSYNC -DNP=3 -DINIT=1 \
       -DSEG=1 -DNO_RETRY
+  # Removal of segments whose cells are all cancelled, and their reuse.
+  run "remove: 3 acquirers, 1 permit, a cell per segment" pass -DREMOVE -DNP=3 -DINIT=1 -DSEG=1
+  run "remove: 2 acquirers, 2 rounds, a cell per segment" pass -DREMOVE -DNP=2 -DR=2 -DINIT=1 -DSEG=1
+  run "remove: 2 acquirers, 2 rounds, 2 cells per segment" pass -DREMOVE -DNP=2 -DR=2 -DINIT=1 \
+      -DSEG=2
+  run "mutation: a retired segment reused while a pointer can lead to it" fail -DREMOVE -DNP=2 \
+      -DR=2 -DINIT=1 -DSEG=1 -DNO_POINTER_CHECK
+  run "mutation: a resume past a removed segment takes a cell there" fail -DREMOVE -DNP=2 -DR=3 \
+      -DINIT=1 -DSEG=1 -DNO_ID_CHECK
   echo "segment_queue model: never more holders than permits, no reclaimed cell touched, no lost wake-up, no permit lost"
   exit 0
 fi

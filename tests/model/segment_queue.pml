@@ -27,11 +27,20 @@
  * up and break the cell (BROKEN); the suspender that then comes starts its
  * acquire over (the release's increment paid its decrement back), and the
  * release goes round again as at a cancelled cell.
+ * With -DREMOVE a segment whose cells are all cancelled (or broken) is
+ * unlinked from the middle of the list, unless it is the newest or a
+ * pointer names it, and retired; the scan in id order reuses a retired
+ * segment once none up to it is held and no pointer names a retired segment
+ * at or before it. A resume whose segment was removed lands on a later one
+ * and fails as at a cancelled cell.
  * Mutations that must be caught (run_model.sh): -DNO_RETRY (a release whose
  * resume meets a cancelled cell gives up), -DNO_VALIDATE (hold() does not
  * check the pointer again after raising the count), -DIGNORE_HOLDS (the
  * reclaimer does not look at the counts), with SYNC -DBROKEN_TAKEN (a
- * suspender takes a broken cell as a hand-over).
+ * suspender takes a broken cell as a hand-over), with REMOVE -DNO_POINTER_CHECK
+ * (a retired segment is reused although a pointer names a retired one at or
+ * before it) and -DNO_ID_CHECK (a resume that lands past a removed segment
+ * uses the cell of its index in the segment it landed on).
  */
 #ifndef NP
 #define NP 3
@@ -69,7 +78,11 @@ byte tailp = 0;             /* tail_: the enqueue side's segment */
 byte headp = 0;             /* head_: the dequeue side's segment */
 byte holds[NSEG];
 bit freed[NSEG];
-byte first = 0;             /* first_: oldest segment not reclaimed */
+byte first = 0;             /* first_: oldest live segment */
+byte top = 0;               /* the newest segment linked (no next yet) */
+byte nxt[NSEG];             /* next pointers (x + 1 until a removal) */
+byte ccnt[NSEG];            /* cancelled cells per segment */
+bit retired[NSEG];
 bit lk = 0;                 /* lock_ (try_lock in reclaim) */
 bit pm[NP];                 /* each process's park permit */
 byte inside = 0;
@@ -98,6 +111,50 @@ inline reclaim() {
   :: got_lock ->
      passed = headp;
      if :: tailp < passed -> passed = tailp :: else -> skip fi;
+#ifdef REMOVE
+     /* unlink_cancelled(): from first along the chain, but the newest */
+     x = first; pv = 255;
+     do
+     :: x >= top -> break
+     :: else ->
+        n = nxt[x];
+        if
+        :: ccnt[x] == SEG && x != headp && x != tailp ->
+           if :: pv == 255 -> first = n :: else -> nxt[pv] = n fi;
+           retired[x] = 1
+        :: else -> pv = x
+        fi;
+        x = n
+     od;
+     /* one scan in id order, stopping at the first held segment */
+     x = 0; in_order = 1;
+     do
+     :: x > top -> break
+     :: x <= top && freed[x] -> x++
+     :: x <= top && !freed[x] ->
+        h = holds[x];
+#ifdef IGNORE_HOLDS
+        h = 0;
+#endif
+        if
+        :: h != 0 -> break
+        :: h == 0 && retired[x] ->
+#ifdef NO_POINTER_CHECK
+           freed[x] = 1;
+#else
+           if
+           :: !(retired[headp] && headp <= x) && !(retired[tailp] && tailp <= x) -> freed[x] = 1
+           :: else -> skip
+           fi;
+#endif
+           x++
+        :: h == 0 && !retired[x] && in_order && x == first && x < passed ->
+           first = nxt[x]; freed[x] = 1; x++
+        :: h == 0 && !retired[x] && !(in_order && x == first && x < passed) ->
+           in_order = 0; x++
+        fi
+     od;
+#else
      do
      :: first < passed ->
         h = holds[first];
@@ -110,6 +167,7 @@ inline reclaim() {
         fi
      :: else -> break
      od;
+#endif
      lk = 0
   :: else -> skip
   fi
@@ -121,7 +179,9 @@ inline walk(s, target, ptr) {
   do
   :: assert(!freed[s]);  /* a reclaimed segment may be reused: its id and next are not ours */
      if
-     :: s < target -> holds[s + 1]++; holds[s]--; s++
+     :: s < target ->
+        atomic { if :: s == top -> top = s + 1 :: else -> skip fi; n = nxt[s] };
+        holds[n]++; holds[s]--; s = n
      :: else -> break
      fi
   od;
@@ -129,10 +189,22 @@ inline walk(s, target, ptr) {
   if :: moved -> reclaim() :: else -> skip fi
 }
 
+/* cancelled(): one more dead cell of segment sg (held); the last asks for
+ * its removal. */
+inline cancelled_cell(sg) {
+#ifdef REMOVE
+  ccnt[sg]++;
+  if :: ccnt[sg] == SEG -> reclaim() :: else -> skip fi
+#else
+  skip
+#endif
+}
+
 inline suspend(me, timed) {
   hold(tailp, s);
   atomic { i = enq; enq++ };
   walk(s, i / SEG, tailp);
+  assert(s == i / SEG);  /* a segment is removed only after all its suspenders */
   assert(!freed[i / SEG]);
   atomic { if :: cell[i] == EMPTY -> cell[i] = W(me); installed = 1 :: else -> installed = 0 fi };
   if
@@ -140,7 +212,8 @@ inline suspend(me, timed) {
 #ifdef BROKEN_TAKEN
      got = 1
 #else
-     broken = 1
+     broken = 1;
+     cancelled_cell(i / SEG)
 #endif
   :: !installed && cell[i] != BROKEN ->
      assert(cell[i] == PERMIT);   /* a resume came first */
@@ -160,6 +233,7 @@ inline suspend(me, timed) {
            assert(!freed[i / SEG]);
            atomic { if :: cell[i] == W(me) -> cell[i] = CANCELLED; got = 0
                         :: else -> got = 1 fi };
+           if :: !got -> cancelled_cell(i / SEG) :: else -> skip fi;
            break
         fi
      od
@@ -171,7 +245,13 @@ inline resume(ok) {
   hold(headp, s);
   atomic { i = deq; deq++ };
   walk(s, i / SEG, headp);
-  assert(!freed[i / SEG]);
+  assert(!freed[s]);
+#ifdef NO_ID_CHECK
+  i = s * SEG + i % SEG;
+#endif
+  if
+  :: s != i / SEG -> ok = 0   /* i's segment was removed: a cancelled cell */
+  :: else ->
 #ifdef SYNC
   /* Wait a while for the suspender (a spin: any number of its steps), then
    * break the cell if it is still EMPTY. Past MAXB breaks the spin is long
@@ -194,13 +274,14 @@ inline resume(ok) {
      atomic { if :: seen >= 5 && cell[i] == seen -> cell[i] = TAKEN; ok = 1
                   :: else -> ok = 0 fi };
      if :: ok -> pm[seen - 5] = 1 :: else -> assert(cell[i] == CANCELLED) fi
+  fi
   fi;
   holds[s]--
 }
 
 proctype acquirer(byte me; bit timed) {
-  byte s, i, passed, h, seen, round = 0;
-  bit got, installed, moved, got_lock, ok, broken;
+  byte s, i, passed, h, seen, x, n, pv, round = 0;
+  bit got, installed, moved, got_lock, ok, broken, in_order;
   short p;
   do
   :: round < R ->
@@ -244,6 +325,11 @@ proctype acquirer(byte me; bit timed) {
 init {
   byte k;
   atomic {
+    k = 0;
+    do
+    :: k < NSEG -> nxt[k] = k + 1; k++
+    :: else -> break
+    od;
     run acquirer(0, 1);
     k = 1;
     do

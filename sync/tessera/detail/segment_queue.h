@@ -49,8 +49,10 @@
 //
 // The cells live in a segment_list (tessera/detail/segment_list.h): segments
 // reclaimed oldest first once both indices have passed them and no operation
-// holds them. The cells and the reclamation are model-checked in
-// tests/model/segment_queue.pml.
+// holds them, and a segment whose cells are all cancelled or broken removed
+// from the middle of the list (a resume whose index falls there fails as at
+// a cancelled cell). The cells, the reclamation and the removal are
+// model-checked in tests/model/segment_queue.pml.
 #pragma once
 
 #include <atomic>
