@@ -1,6 +1,6 @@
-// bench/harness.h — what every benchmark program shares: the median, runs
-// interleaved across the systems compared, one progress line, a CSV writer and
-// a fixed-width table. Header-only; benchmarks only (not part of libtessera).
+// bench/harness.h — what every benchmark program shares: the machine's
+// description, the median, runs interleaved across the systems compared, one
+// progress line, a CSV writer and a fixed-width table. Header-only; benchmarks only (not part of libtessera).
 //
 // Ratios, not absolute figures: on a shared machine a slow stretch lands on
 // every system of one round alike when their runs are interleaved, so the
@@ -19,7 +19,30 @@
 #include <utility>
 #include <vector>
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 namespace tessera::bench {
+
+/// The machine a figure was measured on, for the line every benchmark prints
+/// before its figures: "CPU: <model name>, <n> online; kernel <release>". A
+/// figure that holds on one CPU model may not on another (docs/benchmarks.md
+/// keeps a row per CPU).
+inline std::string machine() {
+  std::string model = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(line.find_first_not_of(' ', colon + 1));
+      break;
+    }
+  }
+  std::string kernel = "unknown";
+  if (utsname u{}; uname(&u) == 0) kernel = std::string(u.sysname) + " " + u.release;
+  return "CPU: " + model + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+         " online; kernel " + kernel;
+}
 
 /// The median of `v`: the middle value, or the mean of the two middle values
 /// when `v` has an even count. Precondition: `v` is not empty.

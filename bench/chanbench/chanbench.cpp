@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
            ratio(r.go, r.lockfree), ratio(r.go, r.spin)});
   }
   std::printf(
-      "chanbench: %d items, median of %d runs; a ratio above 1: the denominator is faster\n", items,
-      runs);
+      "chanbench: %d items, median of %d runs; a ratio above 1: the denominator is faster\n%s\n",
+      items, runs, tessera::bench::machine().c_str());
   t.print();
   if (!csv.empty()) {
     tessera::bench::csv_writer out(

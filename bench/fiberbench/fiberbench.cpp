@@ -2,10 +2,13 @@
 //
 //   skynet       1,000,000 fibers in a 10-ary tree summing their ids, 2 workers
 //                (Boost.Fiber: work_stealing on 2 threads), wall time
-//   pingpong-1w  two fibers hand a turn back and forth on 1 worker, round trip
-//                (Tessera: raw park/unpark, and binary_semaphore; Boost.Fiber:
-//                mutex + condition_variable, its idiomatic hand-off)
-//   pingpong-2w  the same on 2 workers
+//   pingpong     two fibers hand a turn back and forth, round trip, on 1 and on
+//                2 workers: Tessera's raw park/unpark, and each hand-off a user
+//                calls — binary_semaphore release→acquire, condition_variable
+//                notify→wait (with its mutex), mutex unlock→lock (two fibers
+//                exchanging two mutexes), channel send→receive (rendezvous) —
+//                each beside Boost.Fiber's same hand-off (for the semaphore and
+//                park: its mutex + condition_variable) and over the park figure
 //   create-join  start a fiber and join it, 1 worker
 //   yield        two fibers yielding to each other, 1 worker, per yield
 //   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
@@ -97,6 +100,24 @@ void check_skynet(long got) {
   }
 }
 
+// ---- channel operations, either library ---------------------------------------------
+void chan_send(tessera::channel<int>& ch, int v) {
+  (void)ch.send(v);
+}
+bool chan_receive(tessera::channel<int>& ch, int& v) {
+  const auto got = ch.receive();
+  if (got) v = *got;
+  return got.has_value();
+}
+template <class Ch>
+void chan_send(Ch& ch, int v) {
+  (void)ch.push(v);
+}
+template <class Ch>
+bool chan_receive(Ch& ch, int& v) {
+  return ch.pop(v) == bf::channel_op_status::success;
+}
+
 // ---- ping-pong ------------------------------------------------------------------------
 // Returns ns per round trip.
 double tessera_pingpong_park(unsigned workers, int rounds) {
@@ -126,9 +147,14 @@ double tessera_pingpong_sem(unsigned workers, int rounds) {
   });
 }
 
-double boost_pingpong(int rounds) {
-  bf::mutex m;
-  bf::condition_variable cv;
+// The hand-offs a user calls, as round trips between two fibers: the same
+// code for both libraries (Fiber, Mutex, CondVar, channel types given).
+// condition_variable: a turn under a mutex, each side waits for its turn and
+// notifies the other (Boost.Fiber's idiomatic hand-off).
+template <class Fiber, class Mutex, class CondVar>
+double condvar_pingpong(int rounds) {
+  Mutex m;
+  CondVar cv;
   int turn = 0;
   auto player = [&](int me) {
     for (int i = 0; i < rounds; ++i) {
@@ -139,7 +165,65 @@ double boost_pingpong(int rounds) {
     }
   };
   const auto t0 = steady::now();
-  bf::fiber a(player, 0), b(player, 1);
+  Fiber a(player, 0), b(player, 1);
+  a.join();
+  b.join();
+  return seconds_since(t0) * 1e9 / rounds;
+}
+// mutex: two fibers exchange two mutexes. A unlocks the one it holds, then
+// locks the other, which B holds; B locks the one A gave up, then unlocks the
+// other. Each round, each side waits once for the other's unlock(); A never
+// waits while it holds one, so there is no deadlock. A starts its rounds once
+// B holds its first mutex (`yield` until then).
+template <class Fiber, class Mutex, class Yield>
+double mutex_exchange(int rounds, Yield yield) {
+  Mutex m[2];
+  std::atomic<bool> b_ready{false};
+  const auto t0 = steady::now();
+  Fiber a([&] {
+    int x = 0;
+    m[x].lock();
+    while (!b_ready.load()) yield();
+    for (int i = 0; i < rounds; ++i) {
+      m[x].unlock();
+      m[1 - x].lock();
+      x = 1 - x;
+    }
+    m[x].unlock();
+  });
+  Fiber b([&] {
+    int x = 1;
+    m[x].lock();
+    b_ready.store(true);
+    for (int i = 0; i < rounds; ++i) {
+      m[1 - x].lock();
+      m[x].unlock();
+      x = 1 - x;
+    }
+    m[x].unlock();
+  });
+  a.join();
+  b.join();
+  return seconds_since(t0) * 1e9 / rounds;
+}
+// channel: a value sent on one rendezvous channel, and back on another.
+template <class Fiber, class Ch>
+double channel_pingpong(Ch& ping, Ch& pong, int rounds) {
+  const auto t0 = steady::now();
+  Fiber a([&] {
+    int v = 0;
+    for (int i = 0; i < rounds; ++i) {
+      chan_send(ping, i);
+      (void)chan_receive(pong, v);
+    }
+  });
+  Fiber b([&] {
+    int v = 0;
+    for (int i = 0; i < rounds; ++i) {
+      (void)chan_receive(ping, v);
+      chan_send(pong, v);
+    }
+  });
   a.join();
   b.join();
   return seconds_since(t0) * 1e9 / rounds;
@@ -289,23 +373,6 @@ long rss_kib() {
 }
 
 // ---- channel ------------------------------------------------------------------------
-void chan_send(tessera::channel<int>& ch, int v) {
-  (void)ch.send(v);
-}
-bool chan_receive(tessera::channel<int>& ch, int& v) {
-  const auto got = ch.receive();
-  if (got) v = *got;
-  return got.has_value();
-}
-template <class Ch>
-void chan_send(Ch& ch, int v) {
-  (void)ch.push(v);
-}
-template <class Ch>
-bool chan_receive(Ch& ch, int& v) {
-  return ch.pop(v) == bf::channel_op_status::success;
-}
-
 // `pairs` producers send 0..items-1 between them, `pairs` consumers receive
 // until the channel is closed; ns per item. The same code for both libraries.
 template <class Fiber, class Ch>
@@ -397,7 +464,8 @@ int main(int argc, char** argv) {
   std::vector<row> rows;
   {
     tessera::runtime probe({.workers = 2});
-    std::printf("fiberbench: %s; %d run(s) per figure, median\n", probe.describe().c_str(), runs);
+    std::printf("fiberbench: %s\n  %s; %d run(s) per figure, median\n",
+                tessera::bench::machine().c_str(), probe.describe().c_str(), runs);
   }
   tessera::bench::progress bar;
   auto fmt = [](const char* format, auto... args) {
@@ -426,24 +494,70 @@ int main(int argc, char** argv) {
     rows.push_back({"skynet 1M, 2 workers", "s", t, b, true, ""});
   }
   if (want("pingpong")) {
-    bar.step("ping-pong");
-    const auto [b1, tp1, ts1] = interleaved_medians(
-        runs, [&] { return boost_1thread([&] { return boost_pingpong(rounds); }); },
-        [&] { return tessera_pingpong_park(1, rounds); },
-        [&] { return tessera_pingpong_sem(1, rounds); });
-    rows.push_back(
-        {"pingpong park, 1w", "ns/round trip", tp1, b1, true, " (Boost: mutex+condvar)"});
-    rows.push_back(
-        {"pingpong bin.sem, 1w", "ns/round trip", ts1, b1, true, " (Boost: mutex+condvar)"});
-    const int rounds2 = rounds / 10;
-    const auto [b2, tp2, ts2] = interleaved_medians(
-        runs, [&] { return boost_pool::get().run([&] { return boost_pingpong(rounds2); }); },
-        [&] { return tessera_pingpong_park(2, rounds2); },
-        [&] { return tessera_pingpong_sem(2, rounds2); });
-    rows.push_back(
-        {"pingpong park, 2w", "ns/round trip", tp2, b2, true, " (Boost: mutex+condvar)"});
-    rows.push_back(
-        {"pingpong bin.sem, 2w", "ns/round trip", ts2, b2, true, " (Boost: mutex+condvar)"});
+    // Raw park/unpark and every hand-off a user calls, on 1 and 2 workers;
+    // each hand-off's note gives its time over the raw park round trip of
+    // the same run.
+    for (unsigned w : {1u, 2u}) {
+      bar.step(fmt("ping-pong, %u worker(s)", w));
+      const int n = w == 1 ? rounds : rounds / 10;
+      auto on_boost = [&](auto fn) {
+        return w == 1 ? boost_1thread(fn) : boost_pool::get().run(fn);
+      };
+      auto on_tessera = [&](auto fn) {
+        tessera::runtime rt({.workers = w});
+        return rt.run(fn);
+      };
+      const auto [park, sem, cv, bcv, mx, bmx, ch, bch] = interleaved_medians(
+          runs, [&] { return tessera_pingpong_park(w, n); },
+          [&] { return tessera_pingpong_sem(w, n); },
+          [&] {
+            return on_tessera([&] {
+              return condvar_pingpong<tessera::fiber, tessera::mutex,
+                                      tessera::condition_variable>(n);
+            });
+          },
+          [&] {
+            return on_boost([&] {
+              return condvar_pingpong<bf::fiber, bf::mutex, bf::condition_variable>(n);
+            });
+          },
+          [&] {
+            return on_tessera([&] {
+              return mutex_exchange<tessera::fiber, tessera::mutex>(
+                  n, [] { tessera::this_fiber::yield(); });
+            });
+          },
+          [&] {
+            return on_boost([&] {
+              return mutex_exchange<bf::fiber, bf::mutex>(n, [] { boost::this_fiber::yield(); });
+            });
+          },
+          [&] {
+            return on_tessera([&] {
+              tessera::channel<int> ping(0), pong(0);
+              return channel_pingpong<tessera::fiber>(ping, pong, n);
+            });
+          },
+          [&] {
+            return on_boost([&] {
+              bf::unbuffered_channel<int> ping, pong;
+              return channel_pingpong<bf::fiber>(ping, pong, n);
+            });
+          });
+      const std::string ws = ", " + std::to_string(w) + "w";
+      auto over_park = [&](double v) {
+        return " (" + tessera::bench::fixed(v / park) + "x the park round trip)";
+      };
+      rows.push_back({"pingpong park" + ws, "ns/round trip", park, bcv, true,
+                      " (raw park/unpark; Boost: mutex+condvar)"});
+      rows.push_back({"  binary_semaphore" + ws, "ns/round trip", sem, bcv, true,
+                      over_park(sem) + " (Boost: mutex+condvar)"});
+      rows.push_back(
+          {"  condition_variable" + ws, "ns/round trip", cv, bcv, true, over_park(cv)});
+      rows.push_back({"  mutex exchange" + ws, "ns/round trip", mx, bmx, true, over_park(mx)});
+      rows.push_back(
+          {"  channel rendezvous" + ws, "ns/round trip", ch, bch, true, over_park(ch)});
+    }
   }
   if (want("create-join")) {
     bar.step("create+join");

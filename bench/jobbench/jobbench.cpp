@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
   std::vector<int> out(kIters);
   const std::string fib_name = "fib" + std::to_string(fib_n);
 
+  std::printf("jobbench: %s\n", tessera::bench::machine().c_str());
   const unsigned total = static_cast<unsigned>(worker_counts.size());
   unsigned done = 0;
   for (unsigned w : worker_counts) {

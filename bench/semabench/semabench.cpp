@@ -377,6 +377,7 @@ int main(int argc, char** argv) {
   const unsigned cores = std::thread::hardware_concurrency();
   std::printf("semabench: %zu implementations x %zu thread counts x %d runs of %.2f s (%u cores)\n",
               impls.size(), threads.size(), runs, seconds, cores);
+  std::printf("%s\n", tessera::bench::machine().c_str());
   std::printf("TWA tuning: LongTermThreshold=%u, spin=%u, yield=%u\n\n", threshold, spins, yields);
 
   // results[impl][threads] = median ops/s
