@@ -15,6 +15,7 @@
 //                Dice & Kogan §3): tessera::counting_semaphore (restricted admission,
 //                the default, admission::barging and admission::faa) and tessera::mutex
 //                (barging, eventually fair) vs boost::fibers::mutex, iterations/s
+//                and F=2 beside a third fiber that only yields, tessera::mutex
 //   latency      the same loop with tessera::mutex and boost::fibers::mutex,
 //                every 16th lock() timed: p99.9 and max wait, µs (fairness)
 //   channel      P producer and P consumer fibers on 2 workers pass ints through
@@ -274,9 +275,12 @@ double boost_yield(int n) {
 // ---- semabench in fibers ---------------------------------------------------------------
 // The paper's loop with F fibers for `secs` seconds; returns iterations/s. With
 // `waits`, every 16th acquisition is timed and its wait (ns) appended there.
+// With `yield`, one more fiber calls it in a loop all along (a fiber that
+// only yields, competing for the workers).
 template <class Fiber, class Lock, class Sleep>
 double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for,
-                      std::vector<std::uint32_t>* waits = nullptr) {
+                      std::vector<std::uint32_t>* waits = nullptr,
+                      const std::function<void()>& yield = nullptr) {
   std::mt19937 shared_rng(1);
   std::atomic<bool> stop{false};
   std::atomic<long> total{0};
@@ -300,6 +304,11 @@ double semabench_loop(int fibers, double secs, Lock& lock, Sleep&& sleep_for,
         ++n;
       }
       total.fetch_add(n);
+    });
+  }
+  if (yield) {
+    fs.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) yield();
     });
   }
   sleep_for(std::chrono::duration<double>(secs));
@@ -342,15 +351,17 @@ struct boost_lock {
 // iterations/s (and, with `waits`, every 16th acquisition's wait).
 template <class Lock>
 double tessera_semabench(tessera::runtime& rt, int fibers, double secs,
-                         std::vector<std::uint32_t>* waits = nullptr) {
+                         std::vector<std::uint32_t>* waits = nullptr, bool yielder = false) {
   return rt.run([&] {
     Lock lock;
     return semabench_loop<tessera::fiber>(
-        fibers, secs, lock, [](auto d) { tessera::this_fiber::sleep_for(d); }, waits);
+        fibers, secs, lock, [](auto d) { tessera::this_fiber::sleep_for(d); }, waits,
+        yielder ? std::function<void()>([] { tessera::this_fiber::yield(); }) : nullptr);
   });
 }
 // The same with boost::fibers::mutex on the Boost pool.
-double boost_semabench(int fibers, double secs, std::vector<std::uint32_t>* waits = nullptr) {
+double boost_semabench(int fibers, double secs, std::vector<std::uint32_t>* waits = nullptr,
+                       bool yielder = false) {
   return boost_pool::get().run([&] {
     boost_lock lock;
     return semabench_loop<bf::fiber>(
@@ -358,7 +369,7 @@ double boost_semabench(int fibers, double secs, std::vector<std::uint32_t>* wait
         [](auto d) {
           boost::this_fiber::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
         },
-        waits);
+        waits, yielder ? std::function<void()>([] { boost::this_fiber::yield(); }) : nullptr);
   });
 }
 
@@ -595,6 +606,15 @@ int main(int argc, char** argv) {
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
                       " (tessera::mutex vs Boost fibers::mutex)"});
     }
+    // Two fibers contending while a third only yields: what a yielding
+    // fiber costs the lock's hand-offs.
+    bar.step("semabench F=2 and a yielder");
+    const auto [ty, by] = interleaved_medians(
+        runs,
+        [&] { return tessera_semabench<tessera_mutex_lock>(rt, 2, seconds, nullptr, true); },
+        [&] { return boost_semabench(2, seconds, nullptr, true); });
+    rows.push_back({"  mutex F=2 + a yielder, 2w", "iter/s", ty, by, false,
+                    " (a third fiber yields in a loop; tessera::mutex vs Boost fibers::mutex)"});
   }
   if (want("latency")) {
     // Fairness: how long the longest acquisitions of the fiber mutexes wait.
