@@ -26,6 +26,9 @@
 //   few instructions, unless its thread is preempted there), it waits for it
 //   — spinning, then yielding — rather than break the cell, which would let
 //   the counterpart's value overtake later ones (tests/linearizability_test).
+//   Likewise a try_send that finds the buffer full while a receive that has
+//   its index has not yet moved the buffer's end waits for that move, rather
+//   than report full a buffer that receive has already emptied a slot of.
 //   One segment of 32 cells is allocated per 32 operations and reused once
 //   every index has passed it (the free list takes a short spin lock then).
 // - Snapshots (size(), waiting_senders(), waiting_receivers()) are counts, not
@@ -245,6 +248,18 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
       }
     }
   }
+  /// A try_send at index `s` past the buffer's end while receives that have
+  /// their indices still owe it their moves: waits (spinning, then yielding)
+  /// until the end has moved past s.
+  void await_room(std::uint64_t s) const noexcept {
+    for (std::uint32_t k = 0; buffer_end_.load(std::memory_order_seq_cst) <= s; ++k) {
+      if (k < kSpins) {
+        detail::cpu_relax();
+      } else {
+        yield_now();
+      }
+    }
+  }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
   /// final state.
@@ -328,7 +343,14 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
       // Take an index only where the value need not wait.
       if (!may_buffer(s)) {
         cells_.drop(held, kSendSide);
-        return channel_status::full;
+        // Full, unless a receive that has its index still owes the buffer's
+        // end its move past s: then it is as good as done, and the room it
+        // makes is ours to see. Wait for the move, then look again.
+        if (capacity_ == 0 || s >= receives_.load(std::memory_order_seq_cst) + capacity_) {
+          return channel_status::full;
+        }
+        await_room(s);
+        continue;
       }
       if (!sends_.compare_exchange_strong(s, s + 1, std::memory_order_seq_cst)) {
         cells_.drop(held, kSendSide);
