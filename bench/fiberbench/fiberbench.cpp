@@ -6,7 +6,7 @@
 //                2 workers: Tessera's raw park/unpark, and each hand-off a user
 //                calls — binary_semaphore release→acquire, condition_variable
 //                notify→wait (with its mutex), mutex unlock→lock (two fibers
-//                exchanging two mutexes), channel send→receive (rendezvous) —
+//                hand over hand around three mutexes), channel send→receive —
 //                each beside Boost.Fiber's same hand-off (for the semaphore and
 //                park: its mutex + condition_variable) and over the park figure
 //   create-join  start a fiber and join it, 1 worker
@@ -171,38 +171,31 @@ double condvar_pingpong(int rounds) {
   b.join();
   return seconds_since(t0) * 1e9 / rounds;
 }
-// mutex: two fibers exchange two mutexes. A unlocks the one it holds, then
-// locks the other, which B holds; B locks the one A gave up, then unlocks the
-// other. Each round, each side waits once for the other's unlock(); A never
-// waits while it holds one, so there is no deadlock. A starts its rounds once
-// B holds its first mutex (`yield` until then).
+// mutex: two fibers walk hand over hand around a ring of three mutexes, each
+// holding one and locking the next before it unlocks the one it holds. Each
+// step's unlock() wakes the other fiber, which holds the mutex the waker needs
+// next: the fibers alternate, one unlock→lock hand-off each way per round, and
+// barging cannot run ahead (a lock the other holds cannot be barged). Each
+// starts walking once both hold their first mutex (`yield` until then).
 template <class Fiber, class Mutex, class Yield>
-double mutex_exchange(int rounds, Yield yield) {
-  Mutex m[2];
-  std::atomic<bool> b_ready{false};
+double mutex_ring(int rounds, Yield yield) {
+  Mutex m[3];
+  std::atomic<int> holding{0};
+  auto walk = [&](int at) {
+    m[at].lock();
+    holding.fetch_add(1);
+    while (holding.load() < 2) yield();
+    for (int i = 0; i < rounds; ++i) {
+      const int next = (at + 1) % 3;
+      m[next].lock();
+      m[at].unlock();
+      at = next;
+    }
+    m[at].unlock();
+  };
   const auto t0 = steady::now();
-  Fiber a([&] {
-    int x = 0;
-    m[x].lock();
-    while (!b_ready.load()) yield();
-    for (int i = 0; i < rounds; ++i) {
-      m[x].unlock();
-      m[1 - x].lock();
-      x = 1 - x;
-    }
-    m[x].unlock();
-  });
-  Fiber b([&] {
-    int x = 1;
-    m[x].lock();
-    b_ready.store(true);
-    for (int i = 0; i < rounds; ++i) {
-      m[1 - x].lock();
-      m[x].unlock();
-      x = 1 - x;
-    }
-    m[x].unlock();
-  });
+  Fiber a([&] { walk(0); });
+  Fiber b([&] { walk(1); });
   a.join();
   b.join();
   return seconds_since(t0) * 1e9 / rounds;
@@ -534,13 +527,13 @@ int main(int argc, char** argv) {
           },
           [&] {
             return on_tessera([&] {
-              return mutex_exchange<tessera::fiber, tessera::mutex>(
+              return mutex_ring<tessera::fiber, tessera::mutex>(
                   n, [] { tessera::this_fiber::yield(); });
             });
           },
           [&] {
             return on_boost([&] {
-              return mutex_exchange<bf::fiber, bf::mutex>(n, [] { boost::this_fiber::yield(); });
+              return mutex_ring<bf::fiber, bf::mutex>(n, [] { boost::this_fiber::yield(); });
             });
           },
           [&] {
@@ -565,7 +558,7 @@ int main(int argc, char** argv) {
                       over_park(sem) + " (Boost: mutex+condvar)"});
       rows.push_back(
           {"  condition_variable" + ws, "ns/round trip", cv, bcv, true, over_park(cv)});
-      rows.push_back({"  mutex exchange" + ws, "ns/round trip", mx, bmx, true, over_park(mx)});
+      rows.push_back({"  mutex ring" + ws, "ns/round trip", mx, bmx, true, over_park(mx)});
       rows.push_back(
           {"  channel rendezvous" + ws, "ns/round trip", ch, bch, true, over_park(ch)});
     }
