@@ -5,7 +5,7 @@
 #   tests/model/run_model.sh wait_chain --deep    # adds 3 waiters, bitstate (minutes)
 #   tests/model/run_model.sh shared_mutex         # shared_mutex.pml: 2 readers, 1 writer, store
 #                                                 # buffers, bias, used slots; 2 configurations
-#                                                 # and 5 mutations (~1 min; ctest)
+#                                                 # and 5 mutations (~4 min; ctest)
 #   tests/model/run_model.sh shared_mutex --deep  # adds a revocation in flight over a writer's
 #                                                 # 2 rounds (1.1e8 states, 5 GB) and 2 writers,
 #                                                 # bitstate (long)
