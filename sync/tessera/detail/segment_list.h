@@ -239,6 +239,11 @@ class segment_list {
       } else {
         segment* next = live->next.load(std::memory_order_seq_cst);
         if (in_order && live->id.load(std::memory_order_relaxed) < passed) {
+          // All cancelled but reclaimed in order before it was unlinked: its
+          // removal is no longer wanted.
+          if (live->cancelled.load(std::memory_order_acquire) == N) {
+            removable_.fetch_sub(1, std::memory_order_relaxed);
+          }
           first_ = next;
           release(live);
         } else {
