@@ -13,6 +13,9 @@
 //   to the one that has waited longest, directly (never through the storage,
 //   so no later take() can get it first); otherwise it stores it. No taker
 //   barges past a waiting one: try_take() succeeds only while nobody waits.
+//   (A taker whose thread is preempted between counting itself and reaching
+//   its cell may find the cell broken by a put that could not wait for it;
+//   it then queues again, behind those who came meanwhile.)
 // - Nothing is lost or duplicated: every element put is taken exactly once or
 //   still in the pool (size() counts it). A take that times out or is stopped
 //   takes nothing and leaves nothing behind; one that was handed an element
