@@ -235,12 +235,11 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     unpark(who);
     return true;
   }
-  /// A try_ call at a cell its counterpart has an index for but has not
-  /// filled yet: waits until the cell leaves `st` (spinning, then yielding).
-  static std::uintptr_t await_arrival(cell& c, std::uintptr_t st) noexcept {
-    for (std::uint32_t k = 0;; ++k) {
-      const std::uintptr_t now = c.state.load(std::memory_order_acquire);
-      if (now != st) return now;
+  /// Waits until `done()` (spinning kSpins PAUSEs, then yielding): for an
+  /// operation in flight that a try_ call must not overtake.
+  template <class Done>
+  static void spin_then_yield_until(Done&& done) noexcept {
+    for (std::uint32_t k = 0; !done(); ++k) {
       if (k < kSpins) {
         detail::cpu_relax();
       } else {
@@ -248,17 +247,18 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
       }
     }
   }
+  /// A try_ call at a cell its counterpart has an index for but has not
+  /// filled yet: waits until the cell leaves `st`, and returns its state.
+  static std::uintptr_t await_arrival(cell& c, std::uintptr_t st) noexcept {
+    std::uintptr_t now = st;
+    spin_then_yield_until([&] { return (now = c.state.load(std::memory_order_acquire)) != st; });
+    return now;
+  }
   /// A try_send at index `s` past the buffer's end while receives that have
-  /// their indices still owe it their moves: waits (spinning, then yielding)
-  /// until the end has moved past s.
+  /// their indices still owe it their moves: waits until the end has moved
+  /// past s.
   void await_room(std::uint64_t s) const noexcept {
-    for (std::uint32_t k = 0; buffer_end_.load(std::memory_order_seq_cst) <= s; ++k) {
-      if (k < kSpins) {
-        detail::cpu_relax();
-      } else {
-        yield_now();
-      }
-    }
+    spin_then_yield_until([&] { return buffer_end_.load(std::memory_order_seq_cst) > s; });
   }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
