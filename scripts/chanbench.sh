@@ -18,5 +18,10 @@ mkdir -p out
 args=("$@")
 ((${#args[@]})) || args=(--quick)
 build/release/bench/chanbench --go "$work/chan" --csv out/chanbench.csv "${args[@]}"
-gnuplot -e "csv='out/chanbench.csv'; png='out/chanbench.png'" bench/plots/chanbench.gp
-echo "Plot: out/chanbench.png"
+# The plot's panels are the threads and fibers rows (--only select has none).
+if grep -qE '^(threads|fibers),' out/chanbench.csv; then
+  gnuplot -e "csv='out/chanbench.csv'; png='out/chanbench.png'" bench/plots/chanbench.gp
+  echo "Plot: out/chanbench.png"
+else
+  echo "No plot: no threads or fibers rows in this run"
+fi

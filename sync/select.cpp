@@ -17,6 +17,23 @@
 // transfer and marks the node under its lock; the select, once it sees the
 // claim, locks all its channels again — by then the winner's lock hold is
 // over — and takes back its other nodes.
+//
+// Over lock-free channels there are no locks to see every case at one
+// moment, so the select registers in a cell of each channel in turn, and a
+// counterpart may reach an early case's cell while a later case is found
+// ready. Who carries out which? kotlinx.coroutines' answer (its
+// SelectImplementation, on the channels of Koval, Alistarh & Elizarov): while
+// it registers, the select's claim word says so (kRegistering) and nobody may
+// claim it; a counterpart that meets a case then marks it bounced, gives the
+// cell up (SENDER_GONE or RECEIVER_GONE) and takes its next cell. A case the
+// select finds ready is then its own: it carries it out and claims itself.
+// At the end of a pass the select opens (kRegistering to kOpen) unless a
+// case was bounced (kReregister): it registers those again first. Once open,
+// counterparts claim as over channel<T>. The bounced counterpart loses
+// nothing: it goes on as past a waiter that timed out. Before any of this,
+// one pass over the cases' try_ forms in random order finds a ready case
+// without leaving given-up cells behind, and gives Go's random choice among
+// ready cases. Model: tests/model/lockfree_select.pml.
 #include "tessera/select.h"
 
 #include <tessera/park.h>
@@ -58,13 +75,15 @@ class scratch {
 };
 
 /// The enabled cases: in a random order for polling, and each channel once,
-/// in address order, for locking.
+/// in address order (for locking, and to check the cases' kinds).
 struct orders {
   scratch<std::size_t> poll_buf;
   scratch<select_arm*> lock_buf;
   std::span<std::size_t> poll;
   std::span<select_arm*> locks;
+  bool lock_free = false;
 
+  /// Throws std::invalid_argument for cases a select cannot serve.
   explicit orders(std::span<select_case> cases) : poll_buf(cases.size()), lock_buf(cases.size()) {
     std::size_t n = 0;
     for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -77,18 +96,111 @@ struct orders {
     std::sort(first, first + n, [](select_arm* a, select_arm* b) {
       return std::less<const void*>()(a->channel_address(), b->channel_address());
     });
+    check(first, n);
     select_arm** last = std::unique(first, first + n, [](select_arm* a, select_arm* b) {
       return a->channel_address() == b->channel_address();
     });
     locks = {first, static_cast<std::size_t>(last - first)};
   }
   void lock_all() const noexcept {
-    for (select_arm* a : locks) a->lock();
+    for (select_arm* a : locks) static_cast<locked_arm*>(a)->lock();
   }
   void unlock_all() const noexcept {
-    for (auto it = locks.rbegin(); it != locks.rend(); ++it) (*it)->unlock();
+    for (auto it = locks.rbegin(); it != locks.rend(); ++it) {
+      static_cast<locked_arm*>(*it)->unlock();
+    }
+  }
+
+ private:
+  /// `arms`: sorted by channel.
+  void check(select_arm* const* arms, std::size_t n) {
+    lock_free = n > 0 && arms[0]->lock_free();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (arms[k]->lock_free() != lock_free) {
+        throw std::invalid_argument(
+            "tessera::select: cases over channel<T> and over lockfree_channel<T> cannot be "
+            "mixed in one select");
+      }
+      if (lock_free && k > 0 && arms[k]->channel_address() == arms[k - 1]->channel_address() &&
+          arms[k]->sends() != arms[k - 1]->sends()) {
+        throw std::invalid_argument(
+            "tessera::select: a select may not both send to and receive from one "
+            "lockfree_channel (its two cases could meet in one cell)");
+      }
+    }
   }
 };
+
+/// Over lock-free channels (see the top of this file).
+select_result run_lockfree(std::span<select_case> cases, std::span<const std::size_t> poll,
+                           deadline d, bool try_only) {
+  auto arm = [&](std::size_t i) { return static_cast<lockfree_arm*>(cases[i].arm()); };
+  auto carried_out = [](channel_status s) {
+    return s == channel_status::success || s == channel_status::closed;
+  };
+  for (std::size_t i : poll) {
+    const channel_status s = arm(i)->try_now();
+    if (carried_out(s)) return {i, s};
+  }
+  if (try_only) return {};
+
+  select_state state;
+  state.claimed.store(select_state::kRegistering, std::memory_order_relaxed);
+  // Registers every case (or those bounced) until one is carried out or the
+  // select opens. Returns the one carried out, if any.
+  auto register_cases = [&](bool bounced_only) -> select_result {
+    for (std::size_t i : poll) {
+      if (bounced_only) {
+        if (!arm(i)->take_bounced()) continue;
+        (void)arm(i)->withdraw();  // its cell is given up: let go of it
+      }
+      const channel_status s = arm(i)->enlist(state, static_cast<int>(i));
+      if (carried_out(s)) return {i, s};
+    }
+    return {};
+  };
+  select_result done = register_cases(false);
+  for (;;) {
+    if (done.index != select_result::kNone) break;
+    int reg = select_state::kRegistering;
+    if (state.claimed.compare_exchange_strong(reg, select_state::kOpen,
+                                              std::memory_order_acq_rel)) {
+      break;
+    }
+    // kReregister: a counterpart bounced a case (its flag was set first).
+    state.claimed.exchange(select_state::kRegistering, std::memory_order_acq_rel);
+    done = register_cases(true);
+  }
+  if (done.index != select_result::kNone) {
+    // Ours while registering: counterparts that meet the other cases now
+    // find it claimed and pass them over.
+    state.claimed.exchange(static_cast<int>(done.index), std::memory_order_acq_rel);
+    for (std::size_t i : poll) {
+      if (i != done.index) (void)arm(i)->withdraw();
+    }
+    return done;
+  }
+
+  {
+    const wait_scope scope("select", &state);
+    while (state.claimed.load(std::memory_order_acquire) == select_state::kOpen) {
+      if (!d) {
+        park();
+      } else if (!park_until(*d)) {
+        int open = select_state::kOpen;
+        state.claimed.compare_exchange_strong(open, select_state::kTimedOut,
+                                              std::memory_order_acq_rel);
+      }
+    }
+  }
+  const int won = state.claimed.load(std::memory_order_acquire);
+  select_result r{select_result::kNone, channel_status::timeout};
+  for (std::size_t i : poll) {
+    const channel_status s = arm(i)->withdraw();
+    if (static_cast<int>(i) == won) r = {i, s};
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -104,11 +216,12 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
     }
     return {select_result::kNone, channel_status::timeout};
   }
+  if (order.lock_free) return run_lockfree(cases, order.poll, d, try_only);
 
   order.lock_all();
   for (std::size_t i : order.poll) {
     waiter* who = nullptr;
-    const channel_status s = cases[i].arm()->attempt(who);
+    const channel_status s = static_cast<locked_arm*>(cases[i].arm())->attempt(who);
     if (s == channel_status::success || s == channel_status::closed) {
       order.unlock_all();
       if (who != nullptr) unpark(who);
@@ -121,7 +234,9 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   }
 
   select_state state;
-  for (std::size_t i : order.poll) cases[i].arm()->enlist(state, static_cast<int>(i));
+  for (std::size_t i : order.poll) {
+    static_cast<locked_arm*>(cases[i].arm())->enlist(state, static_cast<int>(i));
+  }
   order.unlock_all();
 
   {
@@ -140,12 +255,12 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   // Take back every node but the one served (its server's lock hold is over
   // once we hold that lock).
   order.lock_all();
-  for (std::size_t i : order.poll) cases[i].arm()->delist();
+  for (std::size_t i : order.poll) static_cast<locked_arm*>(cases[i].arm())->delist();
   order.unlock_all();
   const int won = state.claimed.load(std::memory_order_acquire);
   if (won == select_state::kTimedOut) return {select_result::kNone, channel_status::timeout};
   const auto index = static_cast<std::size_t>(won);
-  return {index, cases[index].arm()->finish()};
+  return {index, static_cast<locked_arm*>(cases[index].arm())->finish()};
 }
 
 }  // namespace tessera::detail

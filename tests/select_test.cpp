@@ -1,8 +1,10 @@
-// select() over channel<T> in every execution environment: a ready case is
-// carried out at once and the others untouched; a waiting select is claimed by
-// exactly one counterpart; close, default and deadline; fairness among ready
-// cases; and a stress of selects racing each other, plain sends, receives and
-// timeouts, after which every item was received exactly once.
+// select() over channel<T> and over lockfree_channel<T>, in every execution
+// environment: a ready case is carried out at once and the others untouched; a
+// waiting select is claimed by exactly one counterpart; two selects meet each
+// other; close, default and deadline; fairness among ready cases; cases a
+// select cannot serve are refused; and a stress of selects racing each
+// other, plain sends, receives and timeouts, after which every item was
+// received exactly once.
 #include <gtest/gtest.h>
 #include <tessera/latch.h>
 #include <tessera/select.h>
@@ -20,22 +22,55 @@
 namespace tessera::test {
 namespace {
 
-class SelectIn : public ::testing::TestWithParam<std::tuple<exec_kind, std::size_t>> {
+/// The two channel kinds a select works over.
+struct spin_lock_kind {
+  template <class T>
+  using of = channel<T>;
+};
+struct lock_free_kind {
+  template <class T>
+  using of = lockfree_channel<T>;
+};
+
+template <class Kind>
+class Select : public ::testing::Test {};
+struct kind_names {
+  template <class Kind>
+  static std::string GetName(int) {
+    return std::is_same_v<Kind, lock_free_kind> ? "lockfree_channel" : "channel";
+  }
+};
+using kinds = ::testing::Types<spin_lock_kind, lock_free_kind>;
+TYPED_TEST_SUITE(Select, kinds, kind_names);
+
+/// Environment, capacity, and which channel (true: lockfree_channel).
+class SelectIn : public ::testing::TestWithParam<std::tuple<exec_kind, std::size_t, bool>> {
  protected:
   exec_kind kind() const { return std::get<0>(GetParam()); }
   std::size_t capacity() const { return std::get<1>(GetParam()); }
+  /// Runs `body.template operator()<Kind>()` for this parameter's channel kind.
+  template <class Body>
+  void over_channel(Body&& body) const {
+    if (std::get<2>(GetParam())) {
+      body.template operator()<lock_free_kind>();
+    } else {
+      body.template operator()<spin_lock_kind>();
+    }
+  }
 };
 INSTANTIATE_TEST_SUITE_P(Envs, SelectIn,
                          ::testing::Combine(::testing::ValuesIn(all_exec_kinds()),
-                                            ::testing::Values(std::size_t{0}, std::size_t{4})),
+                                            ::testing::Values(std::size_t{0}, std::size_t{4}),
+                                            ::testing::Bool()),
                          [](const auto& p) {
                            return to_string(std::get<0>(p.param)) + "_capacity" +
-                                  std::to_string(std::get<1>(p.param));
+                                  std::to_string(std::get<1>(p.param)) +
+                                  (std::get<2>(p.param) ? "_lockfree" : "_spinlock");
                          });
 
-TEST(Select, AReadyCaseIsCarriedOutAndTheOthersLeftAlone) {
-  channel<int> a(1), b(1);
-  channel<std::string> c(1);
+TYPED_TEST(Select, AReadyCaseIsCarriedOutAndTheOthersLeftAlone) {
+    typename TypeParam::template of<int> a(1), b(1);
+  typename TypeParam::template of<std::string> c(1);
   ASSERT_TRUE(b.send(7));
   int x = -1, y = -1;
   std::string msg = "kept";
@@ -50,8 +85,8 @@ TEST(Select, AReadyCaseIsCarriedOutAndTheOthersLeftAlone) {
   EXPECT_EQ(c.size(), 1u);
 }
 
-TEST(Select, DefaultCaseAndDisabledCases) {
-  channel<int> a(0), b(1);
+TYPED_TEST(Select, DefaultCaseAndDisabledCases) {
+  typename TypeParam::template of<int> a(0), b(1);
   int x = 0;
   std::vector<select_case> cases;
   cases.push_back(recv_case(a, x));
@@ -71,8 +106,8 @@ TEST(Select, DefaultCaseAndDisabledCases) {
   EXPECT_EQ(select_for(cases, 5ms).status, channel_status::timeout);
 }
 
-TEST(Select, ClosedChannelsAreReportedPerCase) {
-  channel<int> a(2), b(0);
+TYPED_TEST(Select, ClosedChannelsAreReportedPerCase) {
+  typename TypeParam::template of<int> a(2), b(0);
   ASSERT_TRUE(a.send(1));
   a.close();
   int x = 0, v = 9;
@@ -88,13 +123,14 @@ TEST(Select, ClosedChannelsAreReportedPerCase) {
   EXPECT_EQ(v, 9);
 }
 
-TEST(Select, AmongReadyCasesTheChoiceIsFair) {
+TYPED_TEST(Select, AmongReadyCasesTheChoiceIsFair) {
+  using chan = typename TypeParam::template of<int>;
   constexpr int kCases = 4, kRounds = 4000;
-  std::vector<std::unique_ptr<channel<int>>> chs;
+  std::vector<std::unique_ptr<chan>> chs;
   std::vector<select_case> cases;
   int x = 0;
   for (int i = 0; i < kCases; ++i) {
-    chs.push_back(std::make_unique<channel<int>>(1));
+    chs.push_back(std::make_unique<chan>(1));
     cases.push_back(recv_case(*chs.back(), x));
   }
   std::array<int, kCases> chosen{};
@@ -113,18 +149,43 @@ TEST(Select, AmongReadyCasesTheChoiceIsFair) {
   }
 }
 
+TEST(SelectRefuses, MixedChannelKindsAndBothWaysOnOneLockFreeChannel) {
+  channel<int> a(1);
+  lockfree_channel<int> b(1), c(0);
+  int x = 0, y = 1;
+  try {
+    (void)select(recv_case(a, x), recv_case(b, x));
+    ADD_FAILURE() << "a mixed select was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mixed"), std::string::npos) << e.what();
+  }
+  try {
+    (void)select(recv_case(c, x), send_case(c, y));
+    ADD_FAILURE() << "a select both sending to and receiving from one lockfree_channel";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("one lockfree_channel"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(y, 1);
+  // Both ways on one channel<T> is Go's rule, and served.
+  channel<int> d(1);
+  const auto r = select(recv_case(d, x), send_case(d, y));
+  EXPECT_EQ(r.index, 1u);
+  EXPECT_EQ(d.size(), 1u);
+}
+
 // A select waiting on three channels; three senders come at once, one per
 // channel: exactly one value is taken by the select, the others stay sendable
 // (buffered, or still waiting for a receiver), and nothing is lost.
-TEST_P(SelectIn, AWaitingSelectIsClaimedByExactlyOneCounterpart) {
+template <class Kind>
+void claimed_by_one(exec_kind kind, std::size_t capacity) {
+  using chan = typename Kind::template of<int>;
   watchdog dog("select claim", 60s);
   for (int round = 0; round < 50; ++round) {
-    std::array<channel<int>, 3> chs{channel<int>(capacity()), channel<int>(capacity()),
-                                    channel<int>(capacity())};
+    std::array<chan, 3> chs{chan(capacity), chan(capacity), chan(capacity)};
     int got = -1;
     select_result r;
     std::atomic<bool> selected{false};
-    group g(kind());
+    group g(kind);
     latch parked(1);
     g.spawn([&] {
       std::vector<select_case> cases;
@@ -157,14 +218,16 @@ TEST_P(SelectIn, AWaitingSelectIsClaimedByExactlyOneCounterpart) {
     for (auto& c : chs) EXPECT_EQ(c.waiting_receivers(), 0u);
   }
 }
+TEST_P(SelectIn, AWaitingSelectIsClaimedByExactlyOneCounterpart) {
+  over_channel([&]<class Kind>() { claimed_by_one<Kind>(kind(), capacity()); });
+}
 
-TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
+template <class Kind>
+void deadline_passes(exec_kind kind, std::size_t capacity) {
   watchdog dog("select deadline", 60s);
-  channel<int> a(capacity()), b(capacity());
-  if (capacity() > 0) {
-    for (std::size_t i = 0; i < capacity(); ++i) ASSERT_TRUE(b.send(0));  // b full
-  }
-  run_all(kind(), 3, [&](int) {
+  typename Kind::template of<int> a(capacity), b(capacity);
+  for (std::size_t i = 0; i < capacity; ++i) ASSERT_TRUE(b.send(0));  // b full
+  run_all(kind, 3, [&](int) {
     std::vector<select_case> cases;
     int mine_x = 0, mine_v = 5;
     cases.push_back(recv_case(a, mine_x));
@@ -179,21 +242,26 @@ TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
   EXPECT_EQ(a.waiting_receivers(), 0u);
   EXPECT_EQ(b.waiting_senders(), 0u);
 }
+TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
+  over_channel([&]<class Kind>() { deadline_passes<Kind>(kind(), capacity()); });
+}
 
 // Selects over two channels (receive from either, or send a reply on the
 // other), against plain senders and receivers, some timed: every item is
 // received exactly once, and nothing is left parked.
-TEST_P(SelectIn, StressEveryItemOnceWithTimeoutsMixedIn) {
+template <class Kind>
+void stress_every_item_once(exec_kind kind, std::size_t capacity) {
+  using chan = typename Kind::template of<int>;
   watchdog dog("select stress", 120s);
   constexpr int kSenders = 2, kItems = 1500;
-  channel<int> in1(capacity()), in2(capacity()), out(capacity());
+  chan in1(capacity), in2(capacity), out(capacity);
   std::vector<std::atomic<int>> seen(kSenders * kItems);
   std::atomic<int> forwarded{0}, senders_left{kSenders};
-  group g(kind());
+  group g(kind);
   for (int s = 0; s < kSenders; ++s) {
     g.spawn([&, s] {
       for (int i = 0; i < kItems; ++i) {
-        channel<int>& ch = (i % 2 == 0) ? in1 : in2;
+        chan& ch = (i % 2 == 0) ? in1 : in2;
         int v = s * kItems + i;
         while (ch.send_for(std::move(v), 1ms) == channel_status::timeout) {
         }
@@ -242,6 +310,72 @@ TEST_P(SelectIn, StressEveryItemOnceWithTimeoutsMixedIn) {
   EXPECT_EQ(received.load(), kSenders * kItems);
   for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "item " << i;
   EXPECT_EQ(in1.waiting_receivers() + in2.waiting_receivers() + out.waiting_senders(), 0u);
+}
+TEST_P(SelectIn, StressEveryItemOnceWithTimeoutsMixedIn) {
+  over_channel([&]<class Kind>() { stress_every_item_once<Kind>(kind(), capacity()); });
+}
+
+// Selects on both sides of the same channels: senders select over two
+// channels to send each item on either, receivers select over both to take
+// it, all with deadlines short enough to expire often, while the selects
+// meet each other while registering and while waiting. Every item arrives
+// exactly once, and nothing is left waiting.
+template <class Kind>
+void selects_meet_selects(exec_kind kind, std::size_t capacity) {
+  using chan = typename Kind::template of<int>;
+  watchdog dog("selects meet selects", 120s);
+  constexpr int kSenders = 2, kReceivers = 2, kItems = 1000;
+  chan a(capacity), b(capacity);
+  std::vector<std::atomic<int>> seen(kSenders * kItems);
+  std::atomic<int> received{0}, timeouts{0};
+  group g(kind);
+  for (int s = 0; s < kSenders; ++s) {
+    g.spawn([&, s] {
+      for (int i = 0; i < kItems; ++i) {
+        int v = s * kItems + i, w = v;
+        std::vector<select_case> cases;
+        cases.push_back(send_case(a, v));
+        cases.push_back(send_case(b, w));
+        for (;;) {
+          const auto r = select_for(cases, 200us);
+          if (r.status == channel_status::success) break;
+          ASSERT_EQ(r.status, channel_status::timeout);
+          ASSERT_EQ(v, s * kItems + i) << "a send case that timed out moved its value";
+          timeouts.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  for (int c = 0; c < kReceivers; ++c) {
+    g.spawn([&] {
+      int x = -1, y = -1;
+      std::vector<select_case> cases;
+      cases.push_back(recv_case(a, x));
+      cases.push_back(recv_case(b, y));
+      while (received.load() < kSenders * kItems) {
+        const auto r = select_for(cases, 1ms);
+        if (r.status == channel_status::timeout) continue;
+        ASSERT_EQ(r.status, channel_status::success);
+        const int v = r.index == 0 ? x : y;
+        ASSERT_GE(v, 0);
+        ASSERT_LT(v, kSenders * kItems);
+        seen[v].fetch_add(1);
+        received.fetch_add(1);
+      }
+    });
+  }
+  g.join();
+  EXPECT_EQ(received.load(), kSenders * kItems);
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "item " << i;
+  EXPECT_EQ(a.waiting_senders() + a.waiting_receivers() + b.waiting_senders() +
+                b.waiting_receivers(),
+            0u);
+  int left = 0;
+  EXPECT_EQ(a.try_receive(left), channel_status::empty);
+  EXPECT_EQ(b.try_receive(left), channel_status::empty);
+}
+TEST_P(SelectIn, SelectsOnBothSidesMeetAndEveryItemArrivesOnce) {
+  over_channel([&]<class Kind>() { selects_meet_selects<Kind>(kind(), capacity()); });
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 // as OS threads (P = 1..16 on this machine's cores) and as fibers on two
 // workers (Boost.Fiber: a work_stealing pool of two threads). The select
 // rows: the producers send round-robin over K channels, and each consumer
-// receives with one select over all K until every channel is closed.
+// receives with one select over all K until every channel is closed (over
+// lock-free channels, over spin-lock channels, and Go's select).
 #include <tessera/tessera.h>
 
 #include <CLI/CLI.hpp>
@@ -104,11 +105,12 @@ double transfer(Ch& ch, int pairs, int items) {
       });
 }
 
-/// The same over K channels: producers send round-robin, consumers select.
-template <class Worker>
+/// The same over K channels (`Chan`: either of Tessera's): producers send
+/// round-robin, consumers select.
+template <class Worker, class Chan>
 double select_transfer(int pairs, int k, std::size_t capacity, int items) {
-  std::vector<std::unique_ptr<tessera::channel<int>>> chs;
-  for (int i = 0; i < k; ++i) chs.push_back(std::make_unique<tessera::channel<int>>(capacity));
+  std::vector<std::unique_ptr<Chan>> chs;
+  for (int i = 0; i < k; ++i) chs.push_back(std::make_unique<Chan>(capacity));
   std::atomic<int> producers_left{pairs};
   return run_pairs<Worker>(
       pairs, items,
@@ -256,13 +258,23 @@ int main(int argc, char** argv) {
     if (!want("select")) break;
     for (std::size_t cap : {std::size_t{0}, std::size_t{64}}) {
       bar.step("select over " + std::to_string(k) + ", capacity " + std::to_string(cap));
-      const auto [sel, g] = interleaved_medians(
+      const auto [lf, sp, g] = interleaved_medians(
           runs,
-          [&] { return rt.run([&] { return select_transfer<tessera::fiber>(4, k, cap, items); }); },
+          [&] {
+            return rt.run([&] {
+              return select_transfer<tessera::fiber, tessera::lockfree_channel<int>>(4, k, cap,
+                                                                                      items);
+            });
+          },
+          [&] {
+            return rt.run([&] {
+              return select_transfer<tessera::fiber, tessera::channel<int>>(4, k, cap, items);
+            });
+          },
           [&] { return go_or_0(4, cap, k); });
       rows.push_back(
           {"select " + std::to_string(k) + " chans, fibers 2w cap " + std::to_string(cap) + ", P=4",
-           "select" + std::to_string(k), cap, 4, 0, sel, 0, g});
+           "select" + std::to_string(k), cap, 4, lf, sp, 0, g});
     }
   }
   bar.done();

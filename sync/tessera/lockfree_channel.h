@@ -36,8 +36,10 @@
 // - Requirements on T: nothrow move constructible and destructible.
 // - Misuse: destroying a channel while callers wait on it is undefined; debug
 //   builds (TESSERA_CHECKS) abort with a message saying so.
+// - select() (tessera/select.h) waits on several lock-free channels at once,
+//   with the claim in the cells (below); not on a mix of both kinds.
 // - Which to use: docs/design.md ("Channels") and docs/benchmarks.md compare
-//   the two; select() (tessera/select.h) works over channel<T>.
+//   the two.
 //
 // Source: Koval, Alistarh & Elizarov, "Fast and Scalable Channels in Kotlin
 // Coroutines" (PPoPP 2023), whose algorithm this is, written anew on the
@@ -67,6 +69,13 @@
 //   RECEIVER_GONE  the receiver waiting here gave up: its sender takes a new index
 //   CLOSED         close() broke it (EMPTY or IN_BUFFER, or a waiter it woke)
 //
+// A select's case waits in a cell as any waiter does, its record pointing at
+// the select's claim word (tessera/detail/select_node.h). Whoever would serve
+// it (a counterpart, the expansion, close) first makes the cell BUSY, then
+// claims the select: if another case or the deadline won, or the select is
+// still registering its cases (it then registers this one again), the cell
+// becomes SENDER_GONE or RECEIVER_GONE, as if the case had timed out.
+//
 // close(): sets the closed bit of the send index (fetch-or), which freezes
 // which cells have senders (those below it), and breaks every EMPTY, IN_BUFFER
 // or waiting cell between the send and receive indices, leaving BUFFERED ones
@@ -89,9 +98,14 @@
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/segment_list.h"
+#include "tessera/detail/select_node.h"
 #include "tessera/park.h"
 
 namespace tessera {
+namespace detail {
+template <class T>
+class lockfree_arm_of;
+}
 
 template <class T>
 class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
@@ -155,6 +169,7 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
 
  private:
   friend class detail::channel_api<lockfree_channel, T>;
+  friend class detail::lockfree_arm_of<T>;
   static constexpr std::uint64_t kClosedBit = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
   // Cell states; a waiter's record is a pointer (>= kRecord), its low bit set
@@ -175,10 +190,20 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   using segment = typename list::segment;
 
   /// A parked party: who, and where its value is (a sender's T, a receiver's
-  /// std::optional<T>).
+  /// std::optional<T>); for a select's case, the select's claim word.
   struct alignas(8) record {
     waiter* who;
     void* data;
+    detail::select_state* sel = nullptr;
+    int index = 0;                       // the select's case index
+    std::atomic<bool> bounced{false};    // met while the select registered
+  };
+  /// A select's case (tessera/select.h) registered in a cell: its record, and
+  /// the cell with its segment, held until the case is withdrawn.
+  struct select_slot {
+    record rec;
+    segment* seg = nullptr;
+    cell* c = nullptr;
   };
   static bool is_record(std::uintptr_t st) noexcept {
     return st >= kRecord;
@@ -193,25 +218,37 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     return reinterpret_cast<record*>(st & ~std::uintptr_t{1});
   }
 
-  /// What a party did at its cell: a final status, or go round with a new index.
+  /// What a party did at its cell: a final status, go round with a new
+  /// index, or (a select's case) registered in the cell.
   struct outcome {
     bool retry;
     channel_status status;
+    bool registered = false;
   };
   static constexpr outcome kRetry{true, channel_status::success};
+  static constexpr outcome kRegistered{false, channel_status::empty, true};
   static constexpr outcome done(channel_status s) noexcept {
     return {false, s};
   }
 
-  channel_status send_impl(T& v, detail::deadline d, bool try_only);
-  channel_status receive_impl(std::optional<T>& out, detail::deadline d, bool try_only);
+  /// With `slot` (a select's case, never try_only): where it would wait, it
+  /// registers the slot's record instead and returns `empty`, the cell held.
+  channel_status send_impl(T& v, detail::deadline d, bool try_only, select_slot* slot = nullptr);
+  channel_status receive_impl(std::optional<T>& out, detail::deadline d, bool try_only,
+                              select_slot* slot = nullptr);
 
   /// The sender of index `s` at its cell.
-  outcome send_in(cell& c, std::uint64_t s, T& v, detail::deadline d, bool try_only);
+  outcome send_in(cell& c, std::uint64_t s, T& v, detail::deadline d, bool try_only,
+                  select_slot* slot);
   /// The receiver at its cell. `expands`: whether this index still owes the
   /// buffer's end its move (set false where it was paid, or is not owed).
   outcome receive_in(cell& c, std::optional<T>& out, detail::deadline d, bool try_only,
-                     bool& expands);
+                     bool& expands, select_slot* slot);
+  /// Takes a select's case back from its cell (RECEIVER_GONE or SENDER_GONE
+  /// if still waiting there), after its server, if any, has finished. After
+  /// it nobody touches the record. Returns the cell's final state (DONE or
+  /// BUFFERED: the case was carried out; CLOSED: close() won it).
+  std::uintptr_t withdraw(select_slot& slot, bool sender) noexcept;
   /// Moves the buffer's end on by one cell (and on past cells whose waiting
   /// sender gave up); a sender waiting in the cell it reaches is buffered.
   void expand_buffer() noexcept;
@@ -223,12 +260,18 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     return s < receives_.load(std::memory_order_seq_cst) ||
            (capacity_ > 0 && s < buffer_end_.load(std::memory_order_seq_cst));
   }
-  /// Claims the waiter recorded in `st` (CAS to BUSY), runs `move(record&)`,
-  /// stores `to` and unparks the waiter. False: the cell changed.
+  /// Claims the waiter recorded in `st` (CAS to BUSY; a select's case: then
+  /// its select), runs `move(record&)`, stores `to` and unparks the waiter.
+  /// False: the cell changed (a select's case that could not be claimed
+  /// leaves it SENDER_GONE or RECEIVER_GONE).
   template <class Move>
   static bool serve(cell& c, std::uintptr_t st, Move&& move, std::uintptr_t to = kDone) noexcept {
     if (!c.state.compare_exchange_strong(st, kBusy, std::memory_order_acq_rel)) return false;
     record* r = record_of(st);
+    if (r->sel != nullptr && !r->sel->claim_or_bounce(r->index, r->bounced)) {
+      c.state.store(is_sender(st) ? kSenderGone : kReceiverGone, std::memory_order_release);
+      return false;
+    }
     waiter* who = r->who;
     move(*r);
     c.state.store(to, std::memory_order_release);
@@ -332,7 +375,8 @@ std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::
 }
 
 template <class T>
-channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try_only) {
+channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try_only,
+                                              select_slot* slot) {
   if (is_closed()) return channel_status::closed;
   for (;;) {
     segment* held = cells_.hold(kSendSide);
@@ -362,7 +406,12 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
       return channel_status::closed;
     }
     const auto [seg, c] = cells_.at(held, s, kSendSide);
-    const outcome o = send_in(*c, s, v, d, try_only);
+    const outcome o = send_in(*c, s, v, d, try_only, slot);
+    if (o.registered) {
+      slot->seg = seg;
+      slot->c = c;
+      return o.status;
+    }
     cells_.drop(seg, kSendSide);
     if (!o.retry) return o.status;
   }
@@ -371,7 +420,8 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
 template <class T>
 typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std::uint64_t s, T& v,
                                                                    detail::deadline d,
-                                                                   bool try_only) {
+                                                                   bool try_only,
+                                                                   select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
   for (;;) {
     if (is_receiver(st)) {
@@ -399,8 +449,15 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
     }
     if (st == kEmpty) {
       record me{self(), &v};
-      const auto mine = reinterpret_cast<std::uintptr_t>(&me) | 1;
+      record& rec = slot != nullptr ? slot->rec : me;
+      rec.who = me.who;
+      rec.data = &v;
+      const auto mine = reinterpret_cast<std::uintptr_t>(&rec) | 1;
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
+      if (slot != nullptr) {
+        parked_senders_.fetch_add(1, std::memory_order_relaxed);
+        return kRegistered;
+      }
       const std::uintptr_t end = await(c, mine, d, "channel send", parked_senders_, kSenderGone);
       return done(end == kDone || end == kBuffered ? channel_status::success
                   : end == kSenderGone             ? channel_status::timeout
@@ -413,7 +470,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
 
 template <class T>
 channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::deadline d,
-                                                 bool try_only) {
+                                                 bool try_only, select_slot* slot) {
   for (;;) {
     segment* held = cells_.hold(kReceiveSide);
     std::uint64_t r;
@@ -437,7 +494,12 @@ channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::
     }
     const auto [seg, c] = cells_.at(held, r, kReceiveSide);
     bool expands = capacity_ > 0;
-    const outcome o = receive_in(*c, out, d, try_only, expands);
+    const outcome o = receive_in(*c, out, d, try_only, expands, slot);
+    if (o.registered) {
+      slot->seg = seg;
+      slot->c = c;
+      return o.status;
+    }
     cells_.drop(seg, kReceiveSide);
     if (expands) expand_buffer();
     if (!o.retry) return o.status;
@@ -446,7 +508,8 @@ channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::
 
 template <class T>
 typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
-    cell& c, std::optional<T>& out, detail::deadline d, bool try_only, bool& expands) {
+    cell& c, std::optional<T>& out, detail::deadline d, bool try_only, bool& expands,
+    select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
   for (;;) {
     if (st == kBuffered) {
@@ -473,13 +536,20 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         continue;
       }
       record me{self(), &out};
-      const auto mine = reinterpret_cast<std::uintptr_t>(&me);
+      record& rec = slot != nullptr ? slot->rec : me;
+      rec.who = me.who;
+      rec.data = &out;
+      const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
       if (expands) {
         // This index owes the buffer's end its move whatever comes of the
         // wait: pay it now, so that senders behind need not wait for ours.
         expand_buffer();
         expands = false;
+      }
+      if (slot != nullptr) {
+        parked_receivers_.fetch_add(1, std::memory_order_relaxed);
+        return kRegistered;
       }
       const std::uintptr_t end =
           await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone);
@@ -492,6 +562,29 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
     if (st == kSenderGone) expands = false;
     return kRetry;
   }
+}
+
+template <class T>
+std::uintptr_t lockfree_channel<T>::withdraw(select_slot& slot, bool sender) noexcept {
+  if (slot.c == nullptr) return kEmpty;  // not registered
+  const std::uintptr_t mine = reinterpret_cast<std::uintptr_t>(&slot.rec) | (sender ? 1 : 0);
+  const std::uintptr_t gone = sender ? kSenderGone : kReceiverGone;
+  std::uintptr_t st = mine;
+  for (;;) {
+    if (slot.c->state.compare_exchange_weak(st, gone, std::memory_order_acq_rel)) {
+      st = gone;
+      break;
+    }
+    if (st == mine) continue;  // a spurious failure
+    if (st != kBusy) break;    // served, or given up by whoever met it
+    detail::cpu_relax();       // its server is at work: a few instructions
+    st = mine;
+  }
+  (sender ? parked_senders_ : parked_receivers_).fetch_sub(1, std::memory_order_relaxed);
+  cells_.drop(slot.seg, sender ? kSendSide : kReceiveSide);
+  slot.c = nullptr;
+  slot.seg = nullptr;
+  return st;
 }
 
 template <class T>

@@ -24,20 +24,32 @@
 //   chosen. select() with no enabled case and no deadline would wait forever:
 //   it throws std::invalid_argument instead (try_select returns `empty`,
 //   the timed forms wait out their deadline).
-// - Channels: tessera::channel<T> (the spin-lock channel; lockfree_channel has
-//   no select). Several cases may name the same channel. A case keeps a
-//   pointer to its channel and its variable: both must outlive the case.
+// - Channels: tessera::channel<T> or tessera::lockfree_channel<T>, of any T,
+//   but one kind per select (a mix throws std::invalid_argument). Several
+//   cases may name the same channel; over a lockfree_channel they must all
+//   send or all receive (a select that would meet itself in a cell: throws
+//   std::invalid_argument). A case keeps a pointer to its channel and its
+//   variable: both must outlive the case.
+// - Over lockfree_channel, try_select() polls the cases' try_ forms one at a
+//   time in a random order (no snapshot of all channels at one moment), and
+//   a waiting select takes a cell in each channel: a counterpart that meets
+//   one the select no longer needs passes over it to the next cell, as over a
+//   timed-out waiter's.
 // - Memory ordering: as the channel operation each case stands for.
 // - Who may call: any fiber or OS thread. Misuse: destroying a channel while a
 //   select waits on it is undefined (as for any waiter).
 //
-// How: as Go's selectgo. select() locks every case's channel (in address
-// order, each once), carries out a ready case if there is one, and otherwise
-// enlists a node in each channel's queue of parked senders or receivers and
-// parks. All the nodes point at one claim word (tessera/detail/select_node.h):
-// the counterpart that would serve a node first claims the select, so exactly
-// one case is carried out; once woken, the select locks the channels again and
-// takes back its other nodes.
+// How, over channel<T>: as Go's selectgo. select() locks every case's channel
+// (in address order, each once), carries out a ready case if there is one,
+// and otherwise enlists a node in each channel's queue of parked senders or
+// receivers and parks. All the nodes point at one claim word
+// (tessera/detail/select_node.h): the counterpart that would serve a node
+// first claims the select, so exactly one case is carried out; once woken, the
+// select locks the channels again and takes back its other nodes. Over
+// lockfree_channel: as kotlinx.coroutines' select (Koval, Alistarh & Elizarov,
+// PPoPP 2023): each case takes an index and waits in its cell, the claim word
+// shared the same way, with a registration phase in which counterparts pass
+// the select by (sync/select.cpp).
 #pragma once
 
 #include <chrono>
@@ -49,6 +61,7 @@
 #include <utility>
 
 #include "tessera/channel.h"
+#include "tessera/lockfree_channel.h"
 #include "tessera/detail/deadline.h"
 #include "tessera/detail/select_node.h"
 
@@ -63,11 +76,21 @@ struct select_result {
 
 namespace detail {
 
-/// One case, type-erased: its channel's lock and queues, through channel<T>.
+/// One case, type-erased.
 class select_arm {
  public:
   virtual ~select_arm() = default;
   virtual const void* channel_address() const noexcept = 0;
+  /// A send case (else a receive case).
+  virtual bool sends() const noexcept = 0;
+  /// Over lockfree_channel (a lockfree_arm), else channel<T> (a locked_arm).
+  virtual bool lock_free() const noexcept = 0;
+};
+
+/// A case over channel<T>: its channel's lock and queues.
+class locked_arm : public select_arm {
+ public:
+  bool lock_free() const noexcept final { return false; }
   virtual void lock() noexcept = 0;
   virtual void unlock() noexcept = 0;
   /// Under the lock: carries the case out if it is ready (success or closed;
@@ -79,6 +102,24 @@ class select_arm {
   virtual void delist() noexcept = 0;
   /// After the lock was let go, for the case that won: its status.
   virtual channel_status finish() noexcept = 0;
+};
+
+/// A case over lockfree_channel<T>: its cell.
+class lockfree_arm : public select_arm {
+ public:
+  bool lock_free() const noexcept final { return true; }
+  /// The case's try_ form: success or closed (carried out), else empty/full.
+  virtual channel_status try_now() noexcept = 0;
+  /// Takes an index; where the case would wait, registers in the cell as
+  /// case `index` of `state` and returns `empty`; else carries it out
+  /// (success or closed). Only while `state` is registering.
+  virtual channel_status enlist(select_state& state, int index) noexcept = 0;
+  /// Whether a counterpart bounced the case since the last call; clears it.
+  virtual bool take_bounced() noexcept = 0;
+  /// Takes the case back from its cell, if registered, once its server (if
+  /// any) is done. Success or closed: the case was carried out there (it
+  /// won); `empty`: it was not.
+  virtual channel_status withdraw() noexcept = 0;
 };
 
 }  // namespace detail
@@ -105,13 +146,14 @@ class select_case {
 namespace detail {
 
 template <class T>
-class select_arm_of final : public select_arm {
+class select_arm_of final : public locked_arm {
  public:
   using chan = tessera::channel<T>;
   select_arm_of(chan& ch, T* send_value, T* receive_into)
       : ch_(ch), send_value_(send_value), receive_into_(receive_into) {}
 
   const void* channel_address() const noexcept override { return &ch_; }
+  bool sends() const noexcept override { return send_value_ != nullptr; }
   void lock() noexcept override { ch_.lock_.lock(); }
   void unlock() noexcept override { ch_.lock_.unlock(); }
 
@@ -168,6 +210,55 @@ class select_arm_of final : public select_arm {
   typename chan::receive_node receive_;
 };
 
+template <class T>
+class lockfree_arm_of final : public lockfree_arm {
+ public:
+  using chan = tessera::lockfree_channel<T>;
+  lockfree_arm_of(chan& ch, T* send_value, T* receive_into)
+      : ch_(ch), send_value_(send_value), receive_into_(receive_into) {}
+
+  const void* channel_address() const noexcept override { return &ch_; }
+  bool sends() const noexcept override { return send_value_ != nullptr; }
+
+  channel_status try_now() noexcept override {
+    if (sends()) return ch_.send_impl(*send_value_, {}, true);
+    got_.reset();
+    return received(ch_.receive_impl(got_, {}, true));
+  }
+
+  channel_status enlist(select_state& state, int index) noexcept override {
+    slot_.rec.sel = &state;
+    slot_.rec.index = index;
+    slot_.rec.bounced.store(false, std::memory_order_relaxed);
+    if (sends()) return ch_.send_impl(*send_value_, {}, false, &slot_);
+    got_.reset();
+    return received(ch_.receive_impl(got_, {}, false, &slot_));
+  }
+
+  bool take_bounced() noexcept override {
+    return slot_.rec.bounced.exchange(false, std::memory_order_relaxed);
+  }
+
+  channel_status withdraw() noexcept override {
+    const std::uintptr_t st = ch_.withdraw(slot_, sends());
+    if (st == chan::kDone || st == chan::kBuffered) return received(channel_status::success);
+    return st == chan::kClosed ? channel_status::closed : channel_status::empty;
+  }
+
+ private:
+  /// A receive case carried out: its value goes to the case's variable.
+  channel_status received(channel_status s) noexcept {
+    if (s == channel_status::success && !sends()) *receive_into_ = std::move(*got_);
+    return s;
+  }
+
+  chan& ch_;
+  T* send_value_;
+  T* receive_into_;
+  std::optional<T> got_;
+  typename chan::select_slot slot_;
+};
+
 }  // namespace detail
 
 /// A case that receives from `ch` into `out` (assigned only if chosen).
@@ -179,6 +270,15 @@ select_case recv_case(channel<T>& ch, T& out) {
 template <class T>
 select_case send_case(channel<T>& ch, T& value) {
   return select_case(std::make_unique<detail::select_arm_of<T>>(ch, &value, nullptr));
+}
+/// The same over a lock-free channel.
+template <class T>
+select_case recv_case(lockfree_channel<T>& ch, T& out) {
+  return select_case(std::make_unique<detail::lockfree_arm_of<T>>(ch, nullptr, &out));
+}
+template <class T>
+select_case send_case(lockfree_channel<T>& ch, T& value) {
+  return select_case(std::make_unique<detail::lockfree_arm_of<T>>(ch, &value, nullptr));
 }
 
 namespace detail {

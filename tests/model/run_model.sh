@@ -33,6 +33,11 @@
 #                                                 # 6 configurations, 3 mutations (~2 min; ctest)
 #   tests/model/run_model.sh select_claim         # select_claim.pml: select()'s claim over two
 #                                                 # channels; 4 configurations, 2 mutations (~5 s; ctest)
+#   tests/model/run_model.sh lockfree_select      # lockfree_select.pml: select()'s claim in the
+#                                                 # lock-free channel's cells, registration and
+#                                                 # bounced cases; 3 configurations, 3 mutations
+#                                                 # (~80 s; ctest)
+#   tests/model/run_model.sh lockfree_select --deep  # adds 2 selects against 2 senders, bitstate
 #   tests/model/run_model.sh fiber_park           # fiber_park.pml: a fiber's permit word (park,
 #                                                 # park_until, unparks, its timer, the switch-out
 #                                                 # race); 4 configurations, 4 mutations (~10 s; ctest)
@@ -250,6 +255,25 @@ if [ "$model" = "select_claim" ]; then
   run "mutation: a sender serves a select's node without claiming it" fail -DS=1 -DNO_CLAIM
   run "mutation: the select reads its result without locking again" fail -DS=1 -DNO_RELOCK
   echo "select_claim model: exactly one case carried out, nothing lost, no node left behind"
+  exit 0
+fi
+if [ "$model" = "lockfree_select" ]; then
+  run "1 select, 1 sender" pass -DNSEL=1 -DNPLAIN=1
+  run "1 select that may time out, 2 senders that may give up (6e6 states)" pass -DNSEL=1 \
+      -DNPLAIN=2 -DTIMED -DGIVE_UP
+  run "a receiving select meets a sending select (4e6 states)" pass -DNSEL=2 -DNPLAIN=0 \
+      -DSEND_SELECT
+  run "mutation: a counterpart claims a registering select" fail -DNSEL=2 -DNPLAIN=0 \
+      -DSEND_SELECT -DNO_BOUNCE
+  run "mutation: the select opens with a bounced case not registered again" fail -DNSEL=1 \
+      -DNPLAIN=2 -DTIMED -DGIVE_UP -DNO_REREGISTER
+  run "mutation: withdrawal does not wait for a server at work" fail -DNSEL=1 -DNPLAIN=2 \
+      -DTIMED -DGIVE_UP -DNO_BUSY_WAIT
+  if [ "${2:-}" = "--deep" ]; then
+    # Two receiving selects, one sender per channel, 3 cells: over 1e8 states.
+    bitstate=33 run "2 selects, 2 senders, 3 cells (bitstate)" pass -DNSEL=2 -DNPLAIN=2 -DK=3
+  fi
+  echo "lockfree_select model: exactly one case carried out, nothing lost, no record left behind"
   exit 0
 fi
 if [ "$model" = "auto_reset_event" ]; then
