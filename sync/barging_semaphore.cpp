@@ -9,7 +9,7 @@
 //   permits and wakes as many of the oldest waiters, who then compete with
 //   newcomers; while a woken waiter is on its way, further releases wake nobody
 //   (one CAS each). Fairness: a waiter that has waited 1 ms is handed a permit
-//   directly, at most once per 1 ms when it is an OS thread and once per 100 µs
+//   directly, at most once per 1 ms when it is an OS thread and once per 40 µs
 //   when a fiber, so a waiter k places back gets in within about (k + 1) ms (a
 //   thread) or 1 + k/10 ms (a fiber). It is sem_t's and std::counting_semaphore's
 //   policy, and the one that pays under contention: no hand-off convoy, the

@@ -11,7 +11,7 @@
 // longer than `handoff_after` (1 ms), unlock hands the lock to it directly
 // (LOCKED never clears) — at most once per `handoff_after` when the waiter is
 // an OS thread, so hand-offs to sleeping threads cannot turn into a convoy, and
-// at most once per 100 µs (detail::kFiberHandoffInterval) when it is a fiber,
+// at most once per 40 µs (detail::kFiberHandoffInterval) when it is a fiber,
 // whose hand-off is a user-space switch. The queue is FIFO and a woken waiter
 // that loses the race goes back to its place at the front, so a waiter k places
 // back gets the lock within about (k + 1) ms as a thread, about 1 + k/10 ms as

@@ -41,7 +41,7 @@
 //     joins the lobby, and by whoever leaves it: no wake-up is lost).
 //   - Long-term fairness: the lobby's oldest member takes a ticket anyway once
 //     it has been oldest for a fairness interval (kLobbyFairnessThread, 1 ms,
-//     for a thread; kFiberHandoffInterval, 100 µs, for a fiber) while the
+//     for a thread; kFiberHandoffInterval, 40 µs, for a fiber) while the
 //     grant moved, so a circulating set cannot shut it out. A lobby of L callers is therefore left
 //     within about L such intervals of progress. (While the grant stands still it stays: nobody
 //     passes it; nor while older members called in for free permits have yet to take their

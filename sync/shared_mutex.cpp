@@ -60,7 +60,7 @@
 // starve a writer: new readers back off as soon as it is set), and writers
 // barge. A waiter queued longer than `handoff_after` (1 ms) is handed the lock
 // by the next unlock() — a writer gets WRITER directly; the queued readers are
-// counted in and enter together — at most once per ms (per 100 µs when the head
+// counted in and enter together — at most once per ms (per 40 µs when the head
 // waiter is a fiber, as tessera::mutex). So neither side starves
 // and, when callers outnumber cores, no convoy forms: while a thread is parked
 // the others keep the lock busy. (A FIFO-with-batching box office convoyed

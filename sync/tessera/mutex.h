@@ -18,7 +18,7 @@
 // - Admission: barging with eventual fairness (Go's sync.Mutex starvation mode,
 //   parking_lot's fair unlock). unlock wakes the oldest waiter, which competes
 //   with newcomers; once it has waited `handoff_after` (1 ms) it is handed the
-//   lock directly — at most once per 1 ms to an OS thread, once per 100 µs to a
+//   lock directly — at most once per 1 ms to an OS thread, once per 40 µs to a
 //   fiber — so a waiter k places back gets in within about (k + 1) ms (thread)
 //   or 1 + k/10 ms (fiber). A fiber that never parks still holds its worker:
 //   scheduling is cooperative.

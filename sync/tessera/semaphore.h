@@ -12,11 +12,11 @@
 //                 without one; the lobby's oldest is called in when a permit is
 //                 free, or forced in after a fairness interval of progress
 //                 without it (kLobbyFairnessThread, 1 ms, for a thread;
-//                 kFiberHandoffInterval, 100 µs, for a fiber). So a lobby of L
+//                 kFiberHandoffInterval, 40 µs, for a fiber). So a lobby of L
 //                 callers empties within about L such intervals.
 //     barging     no tickets (tessera/detail/barging_semaphore.h): a free permit
 //                 goes to whoever takes it first; a waiter queued for 1 ms is
-//                 handed one directly, at most once per 1 ms (thread) or 100 µs
+//                 handed one directly, at most once per 1 ms (thread) or 40 µs
 //                 (fiber). Counts limited to 2^62-1.
 //     faa         strict FIFO without a lock on any path: Koval & Elizarov's
 //                 fetch-and-add semaphore on a segment queue of cells

@@ -32,7 +32,7 @@
 // Fairness: as the mutexes (park_list.h fair_handoff): a release whose oldest
 // waiter has waited handoff_after (1 ms) hands it one permit directly (the
 // count never shows it), at most once per 1 ms when that waiter is an OS thread
-// and once per 100 µs when a fiber. A due waiter held back by that rate limit
+// and once per 40 µs when a fiber. A due waiter held back by that rate limit
 // stays queued at the front and the next ones are woken instead: woken, it
 // would be away from the queue whenever a hand-off came round. Releases while a
 // wake-up is in flight take the fast path, except every 256th, which looks at

@@ -195,8 +195,9 @@ park_mark queue_while_held(std::atomic<Word>& state, Word held, Word queued, Loc
 /// After a hand-off to a fiber, the next may come this soon: a fiber handed
 /// the lock runs after a user-space switch, not a futex wake, so hand-offs may
 /// come more often than to threads. The longest wait against throughput at
-/// 1 ms, 100 µs and 20 µs is measured in docs/benchmarks.md ("Constants").
-inline constexpr std::chrono::microseconds kFiberHandoffInterval{100};
+/// 1 ms, 100 µs, 40 µs and 20 µs is measured in docs/benchmarks.md
+/// ("Constants").
+inline constexpr std::chrono::microseconds kFiberHandoffInterval{40};
 
 /// How often fairness may override throughput for `who`: `thread_interval` for
 /// an OS thread (each override costs a futex wake), kFiberHandoffInterval for a
