@@ -131,6 +131,23 @@ struct orders {
   }
 };
 
+/// Parks until a case claims `state` (open), or the deadline passes first
+/// and the select claims itself timed out. Returns the claim.
+int await_claim(select_state& state, deadline d) {
+  const wait_scope scope("select", &state);
+  int won;
+  while ((won = state.claimed.load(std::memory_order_acquire)) == select_state::kOpen) {
+    if (!d) {
+      park();
+    } else if (!park_until(*d)) {
+      int open = select_state::kOpen;
+      state.claimed.compare_exchange_strong(open, select_state::kTimedOut,
+                                            std::memory_order_acq_rel);
+    }
+  }
+  return won;
+}
+
 /// Over lock-free channels (see the top of this file).
 select_result run_lockfree(std::span<select_case> cases, std::span<const std::size_t> poll,
                            deadline d, bool try_only) {
@@ -181,19 +198,7 @@ select_result run_lockfree(std::span<select_case> cases, std::span<const std::si
     return done;
   }
 
-  {
-    const wait_scope scope("select", &state);
-    while (state.claimed.load(std::memory_order_acquire) == select_state::kOpen) {
-      if (!d) {
-        park();
-      } else if (!park_until(*d)) {
-        int open = select_state::kOpen;
-        state.claimed.compare_exchange_strong(open, select_state::kTimedOut,
-                                              std::memory_order_acq_rel);
-      }
-    }
-  }
-  const int won = state.claimed.load(std::memory_order_acquire);
+  const int won = await_claim(state, d);
   select_result r{select_result::kNone, channel_status::timeout};
   for (std::size_t i : poll) {
     const channel_status s = arm(i)->withdraw();
@@ -239,25 +244,13 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   }
   order.unlock_all();
 
-  {
-    const wait_scope scope("select", &state);
-    while (state.claimed.load(std::memory_order_acquire) == select_state::kOpen) {
-      if (!d) {
-        park();
-      } else if (!park_until(*d)) {
-        int open = select_state::kOpen;
-        state.claimed.compare_exchange_strong(open, select_state::kTimedOut,
-                                              std::memory_order_acq_rel);
-      }
-    }
-  }
+  const int won = await_claim(state, d);
 
   // Take back every node but the one served (its server's lock hold is over
   // once we hold that lock).
   order.lock_all();
   for (std::size_t i : order.poll) static_cast<locked_arm*>(cases[i].arm())->delist();
   order.unlock_all();
-  const int won = state.claimed.load(std::memory_order_acquire);
   if (won == select_state::kTimedOut) return {select_result::kNone, channel_status::timeout};
   const auto index = static_cast<std::size_t>(won);
   return {index, static_cast<locked_arm*>(cases[index].arm())->finish()};

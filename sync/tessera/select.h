@@ -145,15 +145,32 @@ class select_case {
 
 namespace detail {
 
-template <class T>
-class select_arm_of final : public locked_arm {
+/// What a case over either channel holds: its channel, and the value it
+/// sends or the variable it receives into (one of the two is null).
+template <class Base, class Chan, class T>
+class arm_over : public Base {
  public:
-  using chan = tessera::channel<T>;
-  select_arm_of(chan& ch, T* send_value, T* receive_into)
+  arm_over(Chan& ch, T* send_value, T* receive_into)
       : ch_(ch), send_value_(send_value), receive_into_(receive_into) {}
-
   const void* channel_address() const noexcept override { return &ch_; }
   bool sends() const noexcept override { return send_value_ != nullptr; }
+
+ protected:
+  Chan& ch_;
+  T* send_value_;
+  T* receive_into_;
+  std::optional<T> got_;  // a receive's value until the case is carried out
+};
+
+template <class T>
+class select_arm_of final : public arm_over<locked_arm, tessera::channel<T>, T> {
+  using base = arm_over<locked_arm, tessera::channel<T>, T>;
+  using base::ch_, base::got_, base::receive_into_, base::send_value_;
+
+ public:
+  using chan = tessera::channel<T>;
+  using base::base;
+
   void lock() noexcept override { ch_.lock_.lock(); }
   void unlock() noexcept override { ch_.lock_.unlock(); }
 
@@ -202,23 +219,19 @@ class select_arm_of final : public locked_arm {
     return send_value_ != nullptr ? static_cast<channel_node&>(send_) : receive_;
   }
 
-  chan& ch_;
-  T* send_value_;
-  T* receive_into_;
-  std::optional<T> got_;
   typename chan::send_node send_;
   typename chan::receive_node receive_;
 };
 
 template <class T>
-class lockfree_arm_of final : public lockfree_arm {
+class lockfree_arm_of final : public arm_over<lockfree_arm, tessera::lockfree_channel<T>, T> {
+  using base = arm_over<lockfree_arm, tessera::lockfree_channel<T>, T>;
+  using base::ch_, base::got_, base::receive_into_, base::send_value_;
+
  public:
   using chan = tessera::lockfree_channel<T>;
-  lockfree_arm_of(chan& ch, T* send_value, T* receive_into)
-      : ch_(ch), send_value_(send_value), receive_into_(receive_into) {}
-
-  const void* channel_address() const noexcept override { return &ch_; }
-  bool sends() const noexcept override { return send_value_ != nullptr; }
+  using base::base;
+  using base::sends;
 
   channel_status try_now() noexcept override {
     if (sends()) return ch_.send_impl(*send_value_, {}, true);
@@ -252,10 +265,6 @@ class lockfree_arm_of final : public lockfree_arm {
     return s;
   }
 
-  chan& ch_;
-  T* send_value_;
-  T* receive_into_;
-  std::optional<T> got_;
   typename chan::select_slot slot_;
 };
 
