@@ -177,8 +177,7 @@ select_result run_lockfree(std::span<select_case> cases, std::span<const std::si
     return {};
   };
   select_result done = register_cases(false);
-  for (;;) {
-    if (done.index != select_result::kNone) break;
+  while (done.index == select_result::kNone) {
     int reg = select_state::kRegistering;
     if (state.claimed.compare_exchange_strong(reg, select_state::kOpen,
                                               std::memory_order_acq_rel)) {
@@ -222,11 +221,12 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
     return {select_result::kNone, channel_status::timeout};
   }
   if (order.lock_free) return run_lockfree(cases, order.poll, d, try_only);
+  auto arm = [&](std::size_t i) { return static_cast<locked_arm*>(cases[i].arm()); };
 
   order.lock_all();
   for (std::size_t i : order.poll) {
     waiter* who = nullptr;
-    const channel_status s = static_cast<locked_arm*>(cases[i].arm())->attempt(who);
+    const channel_status s = arm(i)->attempt(who);
     if (s == channel_status::success || s == channel_status::closed) {
       order.unlock_all();
       if (who != nullptr) unpark(who);
@@ -239,9 +239,7 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   }
 
   select_state state;
-  for (std::size_t i : order.poll) {
-    static_cast<locked_arm*>(cases[i].arm())->enlist(state, static_cast<int>(i));
-  }
+  for (std::size_t i : order.poll) arm(i)->enlist(state, static_cast<int>(i));
   order.unlock_all();
 
   const int won = await_claim(state, d);
@@ -249,11 +247,11 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   // Take back every node but the one served (its server's lock hold is over
   // once we hold that lock).
   order.lock_all();
-  for (std::size_t i : order.poll) static_cast<locked_arm*>(cases[i].arm())->delist();
+  for (std::size_t i : order.poll) arm(i)->delist();
   order.unlock_all();
   if (won == select_state::kTimedOut) return {select_result::kNone, channel_status::timeout};
   const auto index = static_cast<std::size_t>(won);
-  return {index, static_cast<locked_arm*>(cases[index].arm())->finish()};
+  return {index, arm(index)->finish()};
 }
 
 }  // namespace tessera::detail

@@ -205,6 +205,14 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     segment* seg = nullptr;
     cell* c = nullptr;
   };
+  /// The record a party leaves in its cell: `me`, or for a select's case its
+  /// slot's record, given `me`'s who and data.
+  static record& record_for(select_slot* slot, record& me) noexcept {
+    if (slot == nullptr) return me;
+    slot->rec.who = me.who;
+    slot->rec.data = me.data;
+    return slot->rec;
+  }
   static bool is_record(std::uintptr_t st) noexcept {
     return st >= kRecord;
   }
@@ -449,9 +457,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
     }
     if (st == kEmpty) {
       record me{self(), &v};
-      record& rec = slot != nullptr ? slot->rec : me;
-      rec.who = me.who;
-      rec.data = &v;
+      record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec) | 1;
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
       if (slot != nullptr) {
@@ -536,9 +542,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         continue;
       }
       record me{self(), &out};
-      record& rec = slot != nullptr ? slot->rec : me;
-      rec.who = me.who;
-      rec.data = &out;
+      record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
       if (expands) {
