@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessera/detail/futex.h"
+#include "tessera/detail/tick_clock.h"
 
 namespace tessera {
 namespace {
@@ -167,10 +168,6 @@ void yield_now() {
   w->ops->yield(*w);
 }
 
-void unpark(waiter* who) noexcept {
-  if (who != nullptr) who->ops->unpark(*who);
-}
-
 // Relaxed: the record is a snapshot for diagnostics; nothing synchronizes
 // through it, and only its owner writes it.
 wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail,
@@ -180,18 +177,18 @@ wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail
     who_ = nullptr;  // an outer scope says what we wait for
     return;
   }
-  // The coarse clock: the same base as steady_clock (CLOCK_MONOTONIC) at the
-  // kernel tick's resolution (1-4 ms; a dump's "2.4 s" needs no better), for
-  // a few instructions instead of a read of the TSC and its scaling (about
-  // a third of the record's cost with the precise clock, under callgrind).
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  who_->wait.since_ns.store(std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec,
-                            std::memory_order_relaxed);
+  // A TSC read where it can be (tick_clock.h), converted only when a dump
+  // reads it: the vDSO's clock is several times dearer inside a hand-off.
+  who_->wait.since.store(detail::tick_clock::stamp(), std::memory_order_relaxed);
   who_->wait.object.store(object, std::memory_order_relaxed);
   who_->wait.detail.store(detail, std::memory_order_relaxed);
   who_->wait.holder.store(holder, std::memory_order_relaxed);
   who_->wait.kind.store(kind, std::memory_order_relaxed);
+}
+
+std::int64_t wait_info::since_ns() const noexcept {
+  const std::int64_t stamp = since.load(std::memory_order_relaxed);
+  return stamp != 0 ? detail::tick_clock::stamp_to_ns(stamp) : 0;
 }
 
 wait_scope::~wait_scope() {

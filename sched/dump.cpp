@@ -89,23 +89,25 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     if (f->listed_in.load(std::memory_order_acquire) != this) continue;
     const std::int32_t state = f->w.state.load(std::memory_order_relaxed);
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
-    const std::int64_t since = f->w.wait.since_ns.load(std::memory_order_relaxed);
-    fibers.push_back(
-        {f,
-         f->listed_id.load(std::memory_order_relaxed),
-         f->listed_runner.load(std::memory_order_relaxed),
-         state == kParkedState || state == kParkedTimedState,
-         kind,
-         f->w.wait.object.load(std::memory_order_relaxed),
-         f->w.wait.detail.load(std::memory_order_relaxed),
-         since,
-         f->parks.load(std::memory_order_relaxed),
-         kind != nullptr && since > 0 ? static_cast<double>(now_ns - since) * 1e-9 : 0.0,
-         f->get_name(),
-         f->created_at.load(std::memory_order_relaxed),
-         0,
-         false,
-         {}});
+    const std::int64_t since = f->w.wait.since.load(std::memory_order_relaxed);
+    const std::int64_t since_ns = since != 0 ? f->w.wait.since_ns() : 0;
+    fibers.push_back({f,
+                      f->listed_id.load(std::memory_order_relaxed),
+                      f->listed_runner.load(std::memory_order_relaxed),
+                      state == kParkedState || state == kParkedTimedState,
+                      kind,
+                      f->w.wait.object.load(std::memory_order_relaxed),
+                      f->w.wait.detail.load(std::memory_order_relaxed),
+                      since,
+                      f->parks.load(std::memory_order_relaxed),
+                      kind != nullptr && since_ns > 0
+                          ? static_cast<double>(std::max<std::int64_t>(now_ns - since_ns, 0)) * 1e-9
+                          : 0.0,
+                      f->get_name(),
+                      f->created_at.load(std::memory_order_relaxed),
+                      0,
+                      false,
+                      {}});
     seen_fiber& seen = fibers.back();
     find_holder(f, seen);
     if (backtraces && seen.parked) {

@@ -188,7 +188,7 @@ struct seen_fiber {
   const char* kind;  // what it waits for (wait_info::kind); null: nothing
   const void* object;
   std::int64_t detail;
-  std::int64_t since_ns;
+  std::int64_t since;   // wait_info::since: the wait's stamp, to tell one wait from the next
   std::uint32_t parks;  // fiber_record::parks
   double seconds;       // how long it has waited
   std::string name;
@@ -201,7 +201,7 @@ struct seen_fiber {
   int running_on = -1;                // the worker running it right now (the dump), or -1
   bool same_wait(const seen_fiber& o) const noexcept {
     return id == o.id && parked == o.parked && kind == o.kind && object == o.object &&
-           since_ns == o.since_ns && parks == o.parks;
+           since == o.since && parks == o.parks;
   }
 };
 /// Writes one line per fiber, or per group of identical waits and stacks,

@@ -30,7 +30,7 @@
 namespace tessera::detail {
 
 struct barging_semaphore::node : park_node {
-  std::chrono::steady_clock::time_point since;  // first queued in this acquire
+  tick_clock::rep since;  // first queued in this acquire (tick_clock)
 };
 
 barging_semaphore::~barging_semaphore() {
@@ -69,7 +69,7 @@ bool barging_semaphore::acquire_slow(detail::deadline deadline) {
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(
       deadline, spin_budget, [this] { return barge(); },
-      [&](std::chrono::steady_clock::time_point since, bool requeue) {
+      [&](tick_clock::rep since, bool requeue) {
         node n;
         n.who = self();
         n.since = since;

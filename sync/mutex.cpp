@@ -45,7 +45,7 @@ using steady = std::chrono::steady_clock;
 /// One parked caller. `woken`: 0 queued, 1 woken to compete, 2 the lock was
 /// handed to it. `since`: when it first queued in this lock() call.
 struct mutex_core::node : park_node {
-  steady::time_point since;
+  tick_clock::rep since;
 };
 
 mutex_core::~mutex_core() {
@@ -85,7 +85,7 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
     return true;
   };
   const acquire_result got = barge_or_queue(
-      deadline, os_thread ? kSpinBudget : 0, barge, [&](steady::time_point since, bool requeue) {
+      deadline, os_thread ? kSpinBudget : 0, barge, [&](tick_clock::rep since, bool requeue) {
         node n;
         n.who = self();
         n.since = since;

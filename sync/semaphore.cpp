@@ -137,22 +137,22 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
 
 bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
   const wait_scope scope("counting_semaphore", this);
+  waiter* const me = self();
+  wait_chain& chain = chain_at(twa_hash(t));
+  auto is_admitted = [this, t] { return admitted(t); };
+  // Fibers do not spin: their park is a user-space switch, and spinning would
+  // hold the worker the grant's holder may be waiting for (should_spin()).
+  if (!me->ops->is_os_thread) {
+    // A fiber: no spinning, no long-term phase. It waits on its ticket's chain
+    // for admission itself; only the release that admits it wakes it.
+    if (chain_wait(chain, is_admitted, deadline, me)) return true;
+    return cancel(t);
+  }
   auto& cfg = twa_config();
   const auto threshold =
       static_cast<std::int64_t>(cfg.long_term_threshold.load(std::memory_order_relaxed));
-  // Fibers do not spin: their park is a user-space switch, and spinning would
-  // hold the worker the grant's holder may be waiting for (should_spin()).
-  const bool spin = should_spin();
-  const std::uint32_t spins = spin ? cfg.spin_iterations.load(std::memory_order_relaxed) : 0;
-  const std::uint32_t yields = spin ? cfg.yield_iterations.load(std::memory_order_relaxed) : 0;
-  wait_chain& chain = chain_at(twa_hash(t));
-  auto is_admitted = [this, t] { return admitted(t); };
-  if (!spin) {
-    // A fiber: no spinning, no long-term phase. It waits on its ticket's chain
-    // for admission itself; only the release that admits it wakes it.
-    if (chain_wait(chain, is_admitted, deadline)) return true;
-    return cancel(t);
-  }
+  const std::uint32_t spins = cfg.spin_iterations.load(std::memory_order_relaxed);
+  const std::uint32_t yields = cfg.yield_iterations.load(std::memory_order_relaxed);
 
   for (;;) {
     const auto dx = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) - t);
@@ -175,7 +175,7 @@ bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
         if (admitted(t)) return true;
         if (deadline.passed()) return cancel(t);
       }
-      if (chain_wait(chain, is_admitted, deadline)) return true;
+      if (chain_wait(chain, is_admitted, deadline, me)) return true;
       return cancel(t);
     }
     // Long-term: park on the "near" chain of ticket t until we come within the
@@ -187,7 +187,7 @@ bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
     // predicate) here against "RMW grant; LD long_term_" there, all seq_cst. A
     // release that reads 0 and skips our near chain is seen by our predicate.
     long_term_.fetch_add(1, std::memory_order_seq_cst);
-    const bool near = chain_wait(chain_at(twa_hash_near(t)), is_near, deadline);
+    const bool near = chain_wait(chain_at(twa_hash_near(t)), is_near, deadline, me);
     long_term_.fetch_sub(1, std::memory_order_release);
     if (!near) return cancel(t);
   }

@@ -93,7 +93,7 @@ constexpr unsigned kDrainSpinBudget = 256;
 /// writer: WRITER is its own; a reader: it is counted in and inside).
 struct shared_timed_mutex::node : detail::park_node {
   bool shared = false;
-  steady::time_point since;
+  detail::tick_clock::rep since;
 };
 
 shared_timed_mutex::~shared_timed_mutex() {
@@ -220,7 +220,7 @@ template <class TryBarge>
 detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::deadline deadline,
                                                          TryBarge&& barge) {
   return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
-                                [&](steady::time_point since, bool requeue) {
+                                [&](detail::tick_clock::rep since, bool requeue) {
                                   node n;
                                   n.who = self();
                                   n.shared = shared;

@@ -3,50 +3,17 @@
 
 namespace tessera {
 namespace detail {
-namespace {
 
 // Listing 3: "Empirically, 4096 elements is a reasonable choice"; aligned to a page
 // so the table spans as few TLB entries as possible. 16-byte slots: TWAHash's
 // stride of 17 puts consecutive tickets 272 bytes apart, on different lines.
 static_assert((chain_count & (chain_count - 1)) == 0, "chain_count must be a power of two");
-alignas(4096) constinit wait_chain table[chain_count];
+alignas(4096) constinit wait_chain chain_table[chain_count];
 
-// Listing 5's Mix32A: a cheap 32-bit finalizer for general (non-ticket) keys.
-constexpr std::uint32_t mix32(std::uint32_t v) noexcept {
-  constexpr std::uint32_t k = 0x9abe94e3u;
-  v = (v ^ (v >> 16)) * k;
-  v = (v ^ (v >> 16)) * k;
-  return v ^ (v >> 16);
-}
-
-}  // namespace
-
-wait_chain& chain_at(std::uint32_t index) noexcept {
-  return table[index & (chain_count - 1)];
-}
-
-wait_chain& chain_for_key(std::uintptr_t key) noexcept {
-  const auto folded = static_cast<std::uint32_t>(key ^ (static_cast<std::uint64_t>(key) >> 32));
-  return chain_at(mix32(folded));
-}
-
-void poke(wait_element* e) noexcept {
-  if (e == nullptr) return;
-  waiter* const who = e->who;
-  // release: the signaller's prior writes (the condition) happen-before the
-  // waiter's acquire load of its gate. After this store e may leave scope.
-  e->gate.store(1, std::memory_order_release);
-  unpark(who);  // safe on a stale identity (park.h: type-stable records)
-}
-
-bool await_gate(wait_element& e, detail::deadline deadline) {
+bool await_gate_until(wait_element& e, detail::deadline deadline) {
   // acquire: pairs with poke's release store.
   while (e.gate.load(std::memory_order_acquire) == 0) {
-    if (!deadline.has_value()) {
-      park();
-    } else if (!park_until(*deadline)) {
-      return e.gate.load(std::memory_order_acquire) != 0;
-    }
+    if (!park_until(*deadline)) return e.gate.load(std::memory_order_acquire) != 0;
   }
   return true;
 }

@@ -43,7 +43,7 @@ TEST(WaitScope, RecordsTheWaitWhileItLivesAndTheOutermostWins) {
     const wait_scope outer("latch", &a);
     EXPECT_STREQ(me->wait.kind.load(), "latch");
     EXPECT_EQ(me->wait.object.load(), &a);
-    EXPECT_GT(me->wait.since_ns.load(), 0);
+    EXPECT_GT(me->wait.since.load(), 0);
     {
       const wait_scope inner("counting_semaphore", &b);  // the latch's own gate, say
       EXPECT_STREQ(me->wait.kind.load(), "latch");
@@ -57,12 +57,12 @@ TEST(WaitScope, RecordsTheWaitWhileItLivesAndTheOutermostWins) {
 TEST(WaitScope, AnUncontendedLockRecordsNothing) {
   mutex m;
   waiter* me = self();
-  const auto since = me->wait.since_ns.load();
+  const auto since = me->wait.since.load();
   for (int i = 0; i < 1000; ++i) {
     std::lock_guard lock(m);
     EXPECT_EQ(me->wait.kind.load(), nullptr);
   }
-  EXPECT_EQ(me->wait.since_ns.load(), since) << "the fast path wrote a wait record";
+  EXPECT_EQ(me->wait.since.load(), since) << "the fast path wrote a wait record";
 }
 
 // Fibers parked on each kind of primitive show in the dump with what they

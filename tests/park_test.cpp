@@ -1,7 +1,9 @@
 // The park façade's OS-thread path: permit semantics, timeouts, stale identities.
+#include <tessera/detail/tick_clock.h>
 #include <tessera/park.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -173,6 +175,43 @@ TEST_P(ParkIn, PingPongHandsOneTokenBackAndForth) {
     }
   });
   EXPECT_EQ(turn.load(), 0);
+}
+
+// The hot paths' clock: its intervals match steady_clock's, and a wait stamp
+// converts back to steady_clock time.
+TEST(TickClock, IntervalsMatchSteadyClock) {
+  using detail::tick_clock;
+  using namespace std::chrono_literals;
+  const auto s0 = std::chrono::steady_clock::now();
+  const tick_clock::rep t0 = tick_clock::now();
+  std::this_thread::sleep_for(20ms);
+  const tick_clock::rep t1 = tick_clock::now();
+  const auto elapsed = std::chrono::steady_clock::now() - s0;
+  ASSERT_GT(t1, t0);
+  // The readings' difference against ticks() of the steady_clock interval
+  // around it: equal within 10 % (both clocks read the same 20 ms).
+  const double ratio = static_cast<double>(t1 - t0) /
+                       static_cast<double>(tick_clock::ticks(std::chrono::nanoseconds(elapsed)));
+  EXPECT_GT(ratio, 0.9);
+  EXPECT_LT(ratio, 1.1);
+  EXPECT_EQ(tick_clock::ticks(0ns), 0);
+  EXPECT_LT(tick_clock::ticks(40us), tick_clock::ticks(1ms));
+}
+
+TEST(TickClock, AWaitStampConvertsToSteadyClockTime) {
+  using detail::tick_clock;
+  using namespace std::chrono_literals;
+  const auto ns = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  const tick_clock::rep stamp = tick_clock::stamp();
+  const auto taken = std::chrono::steady_clock::now();
+  EXPECT_NE(stamp, 0);
+  std::this_thread::sleep_for(30ms);
+  // Without the TSC a stamp is the coarse clock: a kernel tick (up to 4 ms) early.
+  const std::int64_t back = tick_clock::stamp_to_ns(stamp);
+  EXPECT_NEAR(static_cast<double>(back), static_cast<double>(ns(taken)), 5e6);
+  EXPECT_LT(back, ns(std::chrono::steady_clock::now()) - 20'000'000) << "the wait looks shorter";
 }
 
 }  // namespace

@@ -66,9 +66,10 @@ struct wait_info {
   std::atomic<const char*> kind{nullptr};
   /// The primitive's address.
   std::atomic<const void*> object{nullptr};
-  /// When the wait began: nanoseconds on std::chrono::steady_clock's base
-  /// (CLOCK_MONOTONIC), read at the kernel tick's resolution (1-4 ms).
-  std::atomic<std::int64_t> since_ns{0};
+  /// When the wait began, as a stamp of the wait clock (the TSC where it is
+  /// invariant, else the coarse monotonic clock): opaque, never 0 in a record
+  /// that is set. Read it through since_ns().
+  std::atomic<std::int64_t> since{0};
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
   std::atomic<std::int64_t> detail{-1};
@@ -76,6 +77,11 @@ struct wait_info {
   /// with TESSERA_CHECKS), or null: the deadlock report follows it to print
   /// the cycle of waits.
   std::atomic<const std::atomic<waiter*>*> holder{nullptr};
+
+  /// When the wait began: nanoseconds on std::chrono::steady_clock's base
+  /// (CLOCK_MONOTONIC), accurate to well under a millisecond; 0 while there
+  /// is no wait. Costs a clock read: for diagnostics, not hot paths.
+  std::int64_t since_ns() const noexcept;
 };
 
 /// An identity that can park: an OS thread or a fiber.
@@ -147,8 +153,10 @@ bool should_spin() noexcept;
 /// Makes `who`'s permit available (at most one; permits do not accumulate) and
 /// wakes it if parked. Precondition: `who` came from `self()` (possibly on a
 /// thread or fiber that has since ended: that is harmless). `who == nullptr`
-/// is ignored.
-void unpark(waiter* who) noexcept;
+/// is ignored. Inline: one indirect call through the waiter's operations.
+inline void unpark(waiter* who) noexcept {
+  if (who != nullptr) who->ops->unpark(*who);
+}
 
 namespace detail {
 /// The running identity slot, for the scheduler: a worker sets it to the fiber

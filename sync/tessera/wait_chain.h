@@ -66,17 +66,40 @@ struct wait_chain {
 /// Number of chains in the process-wide table (Listing 3: 4096; a power of two).
 inline constexpr std::size_t chain_count = 4096;
 
+/// The process-wide table (sync/wait_chain.cpp).
+extern wait_chain chain_table[chain_count];
+
 /// The chain at `index` modulo chain_count. Used directly by ticket-aware callers
 /// (TWA semaphores) whose index is already dispersed by TWAHash.
-wait_chain& chain_at(std::uint32_t index) noexcept;
+inline wait_chain& chain_at(std::uint32_t index) noexcept {
+  return chain_table[index & (chain_count - 1)];
+}
+
+/// Listing 5's Mix32A: a cheap 32-bit finalizer for general (non-ticket) keys.
+constexpr std::uint32_t mix32(std::uint32_t v) noexcept {
+  constexpr std::uint32_t k = 0x9abe94e3u;
+  v = (v ^ (v >> 16)) * k;
+  v = (v ^ (v >> 16)) * k;
+  return v ^ (v >> 16);
+}
 
 /// The chain for an arbitrary address-like key: a 32-bit mixer (Listing 5's
 /// Mix32A) spreads nearby addresses over the table.
-wait_chain& chain_for_key(std::uintptr_t key) noexcept;
+inline wait_chain& chain_for_key(std::uintptr_t key) noexcept {
+  const auto folded = static_cast<std::uint32_t>(key ^ (static_cast<std::uint64_t>(key) >> 32));
+  return chain_at(mix32(folded));
+}
 
 /// Sets e's gate and unparks its owner. After the gate is set the element may
 /// vanish; only the (type-stable) identity is used afterwards. Null is a no-op.
-void poke(wait_element* e) noexcept;
+inline void poke(wait_element* e) noexcept {
+  if (e == nullptr) return;
+  waiter* const who = e->who;
+  // release: the signaller's prior writes (the condition) happen-before the
+  // waiter's acquire load of its gate. After this store e may leave scope.
+  e->gate.store(1, std::memory_order_release);
+  unpark(who);  // safe on a stale identity (park.h: type-stable records)
+}
 
 /// Detach-all and poke: Listing 3's AddressSignal on one chain. The caller must
 /// have published its condition with a seq_cst RMW or fence beforehand.
@@ -90,8 +113,17 @@ inline void signal_chain_polite(wait_chain& c) noexcept {
   if (c.head.load(std::memory_order_seq_cst) != nullptr) poke(c.head.exchange(nullptr));
 }
 
+/// Blocks until e's gate opens, with a deadline (not null); returns false if it
+/// passed first.
+bool await_gate_until(wait_element& e, detail::deadline deadline);
+
 /// Blocks until e's gate opens; returns false if `deadline` (may be null) passed first.
-bool await_gate(wait_element& e, detail::deadline deadline);
+inline bool await_gate(wait_element& e, detail::deadline deadline) {
+  if (deadline.has_value()) return await_gate_until(e, deadline);
+  // acquire: pairs with poke's release store.
+  while (e.gate.load(std::memory_order_acquire) == 0) park();
+  return true;
+}
 
 /// Gets a mis-queued (or timed-out) element off chain `c` (Listing 3's recovery):
 /// CAS undo when e is still the head; otherwise flush the chain. Returns only
@@ -99,14 +131,15 @@ bool await_gate(wait_element& e, detail::deadline deadline);
 /// is responsible for it.
 void withdraw(wait_chain& c, wait_element& e, wait_element* prv) noexcept;
 
-/// The waiting loop of Listing 3, on one chain, with an optional deadline.
-/// Returns the predicate's last value (falsy only on timeout).
+/// The waiting loop of Listing 3, on one chain, with an optional deadline, for
+/// `me` (the caller's self()). Returns the predicate's last value (falsy only
+/// on timeout).
 template <class Pred>
-auto chain_wait(wait_chain& c, Pred& satisfied, detail::deadline deadline) {
+auto chain_wait(wait_chain& c, Pred& satisfied, detail::deadline deadline, waiter* me) {
   for (;;) {
     if (auto v = satisfied()) return v;
     wait_element e;
-    e.who = self();
+    e.who = me;
     // seq_cst exchange: the "ST chain" half of the Dekker pivot.
     wait_element* const prv = c.head.exchange(&e);
     if (auto v = satisfied()) {  // ratify: the "LD condition" half
@@ -119,6 +152,11 @@ auto chain_wait(wait_chain& c, Pred& satisfied, detail::deadline deadline) {
     }
     poke(prv);  // propagate the systolic wake-up to the element beneath us
   }
+}
+
+template <class Pred>
+auto chain_wait(wait_chain& c, Pred& satisfied, detail::deadline deadline) {
+  return chain_wait(c, satisfied, deadline, self());
 }
 
 }  // namespace detail

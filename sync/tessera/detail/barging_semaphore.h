@@ -164,7 +164,7 @@ class barging_semaphore {
   std::atomic<std::uint32_t> woken_releases_{0};
   mutable spin_lock queue_lock_;
   park_list queue_;                                    // guarded by queue_lock_
-  std::chrono::steady_clock::time_point next_fair_{};  // guarded by queue_lock_
+  detail::tick_clock::rep next_fair_ = 0;              // guarded by queue_lock_ (tick_clock)
 };
 
 }  // namespace tessera::detail

@@ -11,6 +11,7 @@
 
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
+#include "tessera/detail/tick_clock.h"
 #include "tessera/park.h"
 
 namespace tessera::detail {
@@ -219,20 +220,20 @@ enum class fairness { not_due, hand_off, held_back };
 /// then moves on: by `after` when `head` is an OS thread (a hand-off to a
 /// sleeping thread keeps the lock idle through its wake-up, so at most one per
 /// `after`), by kFiberHandoffInterval when a fiber.
-inline fairness fair_handoff(const park_node& head, std::chrono::steady_clock::time_point since,
-                             std::chrono::steady_clock::time_point& next_fair,
-                             std::chrono::microseconds after, bool can_hand_off = true) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - since < after) return fairness::not_due;
-  if (!can_hand_off || now < next_fair) return fairness::held_back;
-  next_fair = now + fairness_interval(*head.who, after);
+/// Times are tick_clock readings: the timer is read on every wake-up.
+inline fairness fair_handoff(const park_node& head, tick_clock::rep since,
+                             tick_clock::rep& next_fair, std::chrono::microseconds after,
+                             bool can_hand_off = true) {
+  const tick_clock::rep now = tick_clock::now();
+  if (now - since < tick_clock::ticks(after)) return fairness::not_due;
+  if (!can_hand_off || now - next_fair < 0) return fairness::held_back;
+  next_fair = now + tick_clock::ticks(fairness_interval(*head.who, after));
   return fairness::hand_off;
 }
 
 /// fair_handoff() == fairness::hand_off.
-inline bool fair_handoff_due(const park_node& head, std::chrono::steady_clock::time_point since,
-                             std::chrono::steady_clock::time_point& next_fair,
-                             std::chrono::microseconds after) {
+inline bool fair_handoff_due(const park_node& head, tick_clock::rep since,
+                             tick_clock::rep& next_fair, std::chrono::microseconds after) {
   return fair_handoff(head, since, next_fair, after) == fairness::hand_off;
 }
 
@@ -255,7 +256,7 @@ template <class TryBarge, class Queue>
 acquire_result barge_or_queue(detail::deadline deadline, unsigned spin_budget, TryBarge&& try_barge,
                               Queue&& queue) {
   unsigned spins = spin_budget;
-  std::chrono::steady_clock::time_point since{};
+  tick_clock::rep since = 0;
   bool requeue = false;
   for (;;) {
     if (try_barge()) return acquire_result::barged;
@@ -264,11 +265,8 @@ acquire_result barge_or_queue(detail::deadline deadline, unsigned spin_budget, T
       cpu_relax();
       continue;
     }
-    if (deadline.has_value() || !requeue) {
-      const auto now = std::chrono::steady_clock::now();
-      if (deadline.passed(now)) return acquire_result::timed_out;
-      if (!requeue) since = now;
-    }
+    if (deadline.passed()) return acquire_result::timed_out;
+    if (!requeue) since = tick_clock::now();
     const park_mark got = queue(since, requeue);
     if (got == park_mark::none) return acquire_result::timed_out;
     if (got == park_mark::handed) return acquire_result::handed;
