@@ -168,31 +168,9 @@ void yield_now() {
   w->ops->yield(*w);
 }
 
-// Relaxed: the record is a snapshot for diagnostics; nothing synchronizes
-// through it, and only its owner writes it.
-wait_scope::wait_scope(const char* kind, const void* object, std::int64_t detail,
-                       const std::atomic<waiter*>* holder) noexcept
-    : who_(self()) {
-  if (who_->wait.kind.load(std::memory_order_relaxed) != nullptr) {
-    who_ = nullptr;  // an outer scope says what we wait for
-    return;
-  }
-  // A TSC read where it can be (tick_clock.h), converted only when a dump
-  // reads it: the vDSO's clock is several times dearer inside a hand-off.
-  who_->wait.since.store(detail::tick_clock::stamp(), std::memory_order_relaxed);
-  who_->wait.object.store(object, std::memory_order_relaxed);
-  who_->wait.detail.store(detail, std::memory_order_relaxed);
-  who_->wait.holder.store(holder, std::memory_order_relaxed);
-  who_->wait.kind.store(kind, std::memory_order_relaxed);
-}
-
 std::int64_t wait_info::since_ns() const noexcept {
   const std::int64_t stamp = since.load(std::memory_order_relaxed);
   return stamp != 0 ? detail::tick_clock::stamp_to_ns(stamp) : 0;
-}
-
-wait_scope::~wait_scope() {
-  if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);
 }
 
 }  // namespace tessera

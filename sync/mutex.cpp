@@ -67,17 +67,18 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 }
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
+  waiter* const me = self();
 #if TESSERA_CHECKS
-  const wait_scope scope("mutex", this, -1, &owner_);
+  const wait_scope scope(me, "mutex", this, -1, &owner_);
 #else
-  const wait_scope scope("mutex", this);
+  const wait_scope scope(me, "mutex", this);
 #endif
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
   // retries, so the owner's unlocks meanwhile take the fast path instead of
   // waking it again (see "Lost races" in mutex.h). Fibers hand the token back at
   // once: waking a fiber costs no system call.
-  const bool os_thread = should_spin();  // spins before queueing, and defers
+  const bool os_thread = me->ops->is_os_thread;  // spins before queueing, and defers
   bool token = false;                    // we hold WOKEN: clear it when we leave or get the lock
   auto barge = [&] {
     if (locked() || !try_lock()) return false;
@@ -87,7 +88,7 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
   const acquire_result got = barge_or_queue(
       deadline, os_thread ? kSpinBudget : 0, barge, [&](tick_clock::rep since, bool requeue) {
         node n;
-        n.who = self();
+        n.who = me;
         n.since = since;
         // With the token, wake up by kRetryAfter at the latest to retry.
         bool retry_first = false;

@@ -136,8 +136,8 @@ void twa_semaphore::check_headroom(std::uint64_t n, std::ptrdiff_t max) const {
 }
 
 bool twa_semaphore::wait(std::uint64_t t, detail::deadline deadline) {
-  const wait_scope scope("counting_semaphore", this);
   waiter* const me = self();
+  const wait_scope scope(me, "counting_semaphore", this);
   wait_chain& chain = chain_at(twa_hash(t));
   auto is_admitted = [this, t] { return admitted(t); };
   // Fibers do not spin: their park is a user-space switch, and spinning would

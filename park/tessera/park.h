@@ -30,6 +30,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tessera/detail/tick_clock.h"
+
 namespace tessera {
 
 class waiter;
@@ -117,11 +119,19 @@ class alignas(64) waiter {
 /// (an event on its gate semaphore) is shown as itself, and an inner scope
 /// records nothing. Any thread or fiber may open one; the same caller closes
 /// it (it is a local).
+waiter* self() noexcept;  // below
+
 class wait_scope {
  public:
   wait_scope(const char* kind, const void* object, std::int64_t detail = -1,
-             const std::atomic<waiter*>* holder = nullptr) noexcept;
-  ~wait_scope();
+             const std::atomic<waiter*>* holder = nullptr) noexcept
+      : wait_scope(self(), kind, object, detail, holder) {}
+  /// As above for `who`, the caller's self() (saves a second read of it).
+  inline wait_scope(waiter* who, const char* kind, const void* object, std::int64_t detail = -1,
+                    const std::atomic<waiter*>* holder = nullptr) noexcept;
+  ~wait_scope() {
+    if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);
+  }
   wait_scope(const wait_scope&) = delete;
   wait_scope& operator=(const wait_scope&) = delete;
 
@@ -132,6 +142,25 @@ class wait_scope {
 /// The caller's identity: the current fiber, else the calling OS thread.
 /// Never null. Cost: one thread_local read after the thread's first call.
 waiter* self() noexcept;
+
+// Inline: it runs on every slow path of every primitive. Relaxed: the record
+// is a snapshot for diagnostics; nothing synchronizes through it, and only
+// its owner writes it. The stamp is a TSC read where it can be, converted
+// only when a dump reads it (tick_clock.h).
+inline wait_scope::wait_scope(waiter* who, const char* kind, const void* object,
+                              std::int64_t detail, const std::atomic<waiter*>* holder) noexcept
+    : who_(who) {
+  wait_info& w = who_->wait;
+  if (w.kind.load(std::memory_order_relaxed) != nullptr) {
+    who_ = nullptr;  // an outer scope says what we wait for
+    return;
+  }
+  w.since.store(detail::tick_clock::stamp(), std::memory_order_relaxed);
+  w.object.store(object, std::memory_order_relaxed);
+  w.detail.store(detail, std::memory_order_relaxed);
+  w.holder.store(holder, std::memory_order_relaxed);
+  w.kind.store(kind, std::memory_order_relaxed);
+}
 
 /// Blocks the caller until its permit is available, then consumes it.
 /// May return spuriously; callers loop on their own condition.

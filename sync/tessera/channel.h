@@ -243,7 +243,8 @@ class channel : public detail::channel_api<channel<T>, T> {
     }
     send_node n;
     n.value = &v;
-    const wait_scope scope("channel send", this);
+    n.who = self();
+    const wait_scope scope(n.who, "channel send", this);
     return park_in(senders_, n, deadline);
   }
 
@@ -258,14 +259,15 @@ class channel : public detail::channel_api<channel<T>, T> {
     }
     receive_node n;
     n.slot = &out;
-    const wait_scope scope("channel receive", this);
+    n.who = self();
+    const wait_scope scope(n.who, "channel receive", this);
     return park_in(receivers_, n, deadline);
   }
 
-  /// Called under lock_, which it lets go: queues `n` on `list` and parks until
-  /// it is taken (success or closed) or the deadline passes (it leaves: timeout).
+  /// Called under lock_, which it lets go: queues `n` (its `who` set) on
+  /// `list` and parks until it is taken (success or closed) or the deadline
+  /// passes (it leaves: timeout).
   channel_status park_in(detail::park_list& list, detail::park_node& n, detail::deadline deadline) {
-    n.who = self();
     list.push_back(n);
     lock_.unlock();
     return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));

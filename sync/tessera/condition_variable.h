@@ -62,7 +62,7 @@ class cv_core {
     lock.unlock();
     bool woken;
     {
-      const wait_scope scope("condition_variable", this);
+      const wait_scope scope(n.who, "condition_variable", this);
       woken = queue_.await(n, deadline);
     }
     relock(lock);
@@ -97,7 +97,7 @@ class cv_core {
     {
       std::stop_callback wake_on_stop(stop, [who = n.who]() noexcept { unpark(who); });
       lock.unlock();
-      const wait_scope scope("condition_variable", this);
+      const wait_scope scope(n.who, "condition_variable", this);
       woken = queue_.await(n, deadline, stop);
     }
     relock(lock);
