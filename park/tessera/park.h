@@ -68,9 +68,9 @@ struct wait_info {
   std::atomic<const char*> kind{nullptr};
   /// The primitive's address.
   std::atomic<const void*> object{nullptr};
-  /// When the wait began, as a stamp of the wait clock (the TSC where it is
-  /// invariant, else the coarse monotonic clock): opaque, never 0 in a record
-  /// that is set. Read it through since_ns().
+  /// When the wait began, as a detail::tick_clock::stamp() (the TSC where it
+  /// is invariant, else the coarse monotonic clock): opaque, never 0 in a
+  /// record that is set. Read it through since_ns().
   std::atomic<std::int64_t> since{0};
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
@@ -112,6 +112,8 @@ class alignas(64) waiter {
   wait_info wait;
 };
 
+waiter* self() noexcept;  // declared with its contract below
+
 /// Marks the caller as waiting on `object` (a primitive of kind `kind`, a
 /// string with static storage) for its lifetime, for runtime::dump. The
 /// primitives open one on their slow paths only, so an uncontended call
@@ -119,8 +121,6 @@ class alignas(64) waiter {
 /// (an event on its gate semaphore) is shown as itself, and an inner scope
 /// records nothing. Any thread or fiber may open one; the same caller closes
 /// it (it is a local).
-waiter* self() noexcept;  // below
-
 class wait_scope {
  public:
   wait_scope(const char* kind, const void* object, std::int64_t detail = -1,
