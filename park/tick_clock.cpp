@@ -3,7 +3,7 @@
 // Why: a fiber's mutex hand-off read steady_clock twice (when the waiter
 // queued, and when the unlock looked at the fairness timer), and a wait
 // record once; on a virtual machine's clock source those reads were 30-45 %
-// of the hand-off (docs/benchmarks.md, "Hand-offs"). The TSC rate is not
+// of the hand-off (docs/benchmarks.md, "The hand-offs a user calls"). The TSC rate is not
 // asked of the kernel, which does not publish it: it is measured against
 // steady_clock from a reference pair taken during static initialisation.
 #include "tessera/detail/tick_clock.h"
@@ -36,22 +36,14 @@ std::int64_t tsc() noexcept {
 #endif
 }
 
-std::int64_t steady_now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// The reference pair: a TSC reading with the steady_clock time beside it.
-const std::int64_t tsc0 = tsc();
-const std::int64_t ns0 = steady_now_ns();
-
 // The base the rate is measured over.
 constexpr std::int64_t kCalibrationNs = 1'000'000;
 
 }  // namespace
 
 const bool tick_clock::uses_tsc = invariant_tsc();
+const tick_clock::rep tick_clock::tsc0_ = tsc();
+const tick_clock::rep tick_clock::ns0_ = steady_ns();
 
 tick_clock::rep tick_clock::coarse_ns() noexcept {
   timespec ts;
@@ -61,26 +53,25 @@ tick_clock::rep tick_clock::coarse_ns() noexcept {
 
 tick_clock::rep tick_clock::calibrate() noexcept {
   std::int64_t t1 = tsc();
-  std::int64_t n1 = steady_now_ns();
-  while (n1 - ns0 < kCalibrationNs) {  // only in the process's first millisecond
+  std::int64_t n1 = steady_ns();
+  while (n1 - ns0_ < kCalibrationNs) {  // only in the process's first millisecond
     t1 = tsc();
-    n1 = steady_now_ns();
+    n1 = steady_ns();
   }
-  const auto per_ms =
-      static_cast<rep>(static_cast<double>(t1 - tsc0) * 1e6 / static_cast<double>(n1 - ns0));
-  const rep v = per_ms > 0 ? per_ms : 1;
+  const auto measured =
+      static_cast<rep>(static_cast<double>(t1 - tsc0_) * 1e6 / static_cast<double>(n1 - ns0_));
+  const rep v = measured > 0 ? measured : 1;
   per_ms_.store(v, std::memory_order_relaxed);  // racing callers store the same kind of value
   return v;
 }
 
 tick_clock::rep tick_clock::stamp_to_ns(rep stamp) noexcept {
   if (!uses_tsc) return stamp;
-  rep per_ms = per_ms_.load(std::memory_order_relaxed);
-  if (per_ms == 0) per_ms = calibrate();
+  const rep rate = per_ms();
   const std::int64_t t1 = tsc();
-  const std::int64_t n1 = steady_now_ns();
+  const std::int64_t n1 = steady_ns();
   if (stamp >= t1) return n1;
-  return n1 - static_cast<rep>(static_cast<double>(t1 - stamp) * 1e6 / static_cast<double>(per_ms));
+  return n1 - static_cast<rep>(static_cast<double>(t1 - stamp) * 1e6 / static_cast<double>(rate));
 }
 
 }  // namespace tessera::detail

@@ -90,7 +90,8 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     const std::int32_t state = f->w.state.load(std::memory_order_relaxed);
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
     const std::int64_t since = f->w.wait.since.load(std::memory_order_relaxed);
-    const std::int64_t since_ns = since != 0 ? f->w.wait.since_ns() : 0;
+    // The stamp loaded once: converted, it is the wait the record showed.
+    const std::int64_t since_ns = since != 0 ? tessera::detail::tick_clock::stamp_to_ns(since) : 0;
     fibers.push_back({f,
                       f->listed_id.load(std::memory_order_relaxed),
                       f->listed_runner.load(std::memory_order_relaxed),

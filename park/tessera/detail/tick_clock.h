@@ -46,9 +46,7 @@ class tick_clock {
   /// `d` as a difference of readings (truncated; d >= 0).
   static rep ticks(std::chrono::nanoseconds d) noexcept {
     if (!uses_tsc) return d.count();
-    rep per_ms = per_ms_.load(std::memory_order_relaxed);
-    if (per_ms == 0) per_ms = calibrate();
-    return static_cast<rep>(static_cast<double>(d.count()) * static_cast<double>(per_ms) * 1e-6);
+    return static_cast<rep>(static_cast<double>(d.count()) * static_cast<double>(per_ms()) * 1e-6);
   }
 
   /// A stamp for a wait record (wait_info::since): a TSC reading, else
@@ -70,8 +68,17 @@ class tick_clock {
         .count();
   }
   static rep coarse_ns() noexcept;
+  /// TSC ticks per millisecond: measured once (calibrate), then read.
+  static rep per_ms() noexcept {
+    const rep v = per_ms_.load(std::memory_order_relaxed);
+    return v != 0 ? v : calibrate();
+  }
   static rep calibrate() noexcept;
-  static inline std::atomic<rep> per_ms_{0};  // TSC ticks per millisecond, once measured
+  static inline std::atomic<rep> per_ms_{0};
+  // The reference pair the rate is measured from: a TSC reading and the
+  // steady_clock time beside it, taken during static initialisation.
+  static const rep tsc0_;
+  static const rep ns0_;
 };
 
 }  // namespace tessera::detail
