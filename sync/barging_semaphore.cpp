@@ -65,10 +65,12 @@ bool barging_semaphore::barge() noexcept {
 }
 
 bool barging_semaphore::acquire_slow(detail::deadline deadline) {
-  const wait_scope scope("counting_semaphore", this);
+  const tick_clock::rep began =
+      tick_clock::now();  // the wait record's stamp and the fairness timer's
+  const wait_scope scope(self(), began, "counting_semaphore", this);
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(
-      deadline, spin_budget, [this] { return barge(); },
+      deadline, began, spin_budget, [this] { return barge(); },
       [&](tick_clock::rep since, bool requeue) {
         node n;
         n.who = self();

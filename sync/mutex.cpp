@@ -68,10 +68,12 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
   waiter* const me = self();
+  const tick_clock::rep began =
+      tick_clock::now();  // the wait record's stamp and the fairness timer's
 #if TESSERA_CHECKS
-  const wait_scope scope(me, "mutex", this, -1, &owner_);
+  const wait_scope scope(me, began, "mutex", this, -1, &owner_);
 #else
-  const wait_scope scope(me, "mutex", this);
+  const wait_scope scope(me, began, "mutex", this);
 #endif
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
@@ -86,7 +88,8 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
     return true;
   };
   const acquire_result got = barge_or_queue(
-      deadline, os_thread ? kSpinBudget : 0, barge, [&](tick_clock::rep since, bool requeue) {
+      deadline, began, os_thread ? kSpinBudget : 0, barge,
+      [&](tick_clock::rep since, bool requeue) {
         node n;
         n.who = me;
         n.since = since;
@@ -103,10 +106,19 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
         if (given == park_mark::woken) {
           if (os_thread) {
             token = true;
-          } else {
-            state_.fetch_and(~kWoken, std::memory_order_relaxed);  // let unlock wake the next
+            return park_mark::woken;
           }
-          return park_mark::woken;
+          // A fiber gives the token back at once (let unlock wake the next),
+          // and if the lock is free takes it in the same CAS.
+          std::uint32_t s = state_.load(std::memory_order_relaxed);
+          for (;;) {
+            const bool free = (s & kLocked) == 0;
+            const std::uint32_t next = free ? (s | kLocked) & ~kWoken : s & ~kWoken;
+            if (state_.compare_exchange_weak(s, next, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+              return free ? park_mark::handed : park_mark::woken;
+            }
+          }
         }
         // A waiter woken just as it timed out takes what it was given.
         if (given == park_mark::handed || given == park_mark::not_queued) {

@@ -218,8 +218,9 @@ bool shared_timed_mutex::try_lock() {
 // lock's queueing step.
 template <class TryBarge>
 detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::deadline deadline,
+                                                         detail::tick_clock::rep began,
                                                          TryBarge&& barge) {
-  return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
+  return detail::barge_or_queue(deadline, began, should_spin() ? kSpinBudget : 0, barge,
                                 [&](detail::tick_clock::rep since, bool requeue) {
                                   node n;
                                   n.who = self();
@@ -231,17 +232,19 @@ detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::de
 }
 
 bool shared_timed_mutex::acquire(detail::deadline deadline) {
-  const wait_scope scope("shared_mutex", this);
+  const detail::tick_clock::rep began = detail::tick_clock::now();  // one read for both
+  const wait_scope scope(self(), began, "shared_mutex", this);
   // Barged in or handed WRITER: either way, wait for the readers inside.
-  return wait_in_queue(false, deadline, [this] { return take_writer(); }) !=
+  return wait_in_queue(false, deadline, began, [this] { return take_writer(); }) !=
              detail::acquire_result::timed_out &&
          drain(deadline);
 }
 
 bool shared_timed_mutex::acquire_shared(detail::deadline deadline) {
-  const wait_scope scope("shared_mutex (shared)", this);
+  const detail::tick_clock::rep began = detail::tick_clock::now();
+  const wait_scope scope(self(), began, "shared_mutex (shared)", this);
   // Handed off: counted in by the writer that handed off.
-  return wait_in_queue(true, deadline, [this] { return try_lock_shared(); }) !=
+  return wait_in_queue(true, deadline, began, [this] { return try_lock_shared(); }) !=
          detail::acquire_result::timed_out;
 }
 

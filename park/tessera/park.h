@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "tessera/detail/tick_clock.h"
 
@@ -127,8 +128,14 @@ class wait_scope {
              const std::atomic<waiter*>* holder = nullptr) noexcept
       : wait_scope(self(), kind, object, detail, holder) {}
   /// As above for `who`, the caller's self() (saves a second read of it).
-  inline wait_scope(waiter* who, const char* kind, const void* object, std::int64_t detail = -1,
-                    const std::atomic<waiter*>* holder = nullptr) noexcept;
+  wait_scope(waiter* who, const char* kind, const void* object, std::int64_t detail = -1,
+             const std::atomic<waiter*>* holder = nullptr) noexcept
+      : wait_scope(who, std::nullopt, kind, object, detail, holder) {}
+  /// As above, for a wait that began at `began`, a detail::tick_clock::now()
+  /// reading the caller took (it times the wait itself: one clock read).
+  wait_scope(waiter* who, std::int64_t began, const char* kind, const void* object,
+             std::int64_t detail = -1, const std::atomic<waiter*>* holder = nullptr) noexcept
+      : wait_scope(who, std::optional<std::int64_t>(began), kind, object, detail, holder) {}
   ~wait_scope() {
     if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);
   }
@@ -136,6 +143,9 @@ class wait_scope {
   wait_scope& operator=(const wait_scope&) = delete;
 
  private:
+  inline wait_scope(waiter* who, std::optional<std::int64_t> began, const char* kind,
+                    const void* object, std::int64_t detail,
+                    const std::atomic<waiter*>* holder) noexcept;
   waiter* who_;  // null when an outer scope records the wait
 };
 
@@ -147,15 +157,17 @@ waiter* self() noexcept;
 // is a snapshot for diagnostics; nothing synchronizes through it, and only
 // its owner writes it. The stamp is a TSC read where it can be, converted
 // only when a dump reads it (tick_clock.h).
-inline wait_scope::wait_scope(waiter* who, const char* kind, const void* object,
-                              std::int64_t detail, const std::atomic<waiter*>* holder) noexcept
+inline wait_scope::wait_scope(waiter* who, std::optional<std::int64_t> began, const char* kind,
+                              const void* object, std::int64_t detail,
+                              const std::atomic<waiter*>* holder) noexcept
     : who_(who) {
   wait_info& w = who_->wait;
   if (w.kind.load(std::memory_order_relaxed) != nullptr) {
     who_ = nullptr;  // an outer scope says what we wait for
     return;
   }
-  w.since.store(detail::tick_clock::stamp(), std::memory_order_relaxed);
+  w.since.store(began ? detail::tick_clock::stamp(*began) : detail::tick_clock::stamp(),
+                std::memory_order_relaxed);
   w.object.store(object, std::memory_order_relaxed);
   w.detail.store(detail, std::memory_order_relaxed);
   w.holder.store(holder, std::memory_order_relaxed);

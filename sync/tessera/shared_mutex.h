@@ -226,7 +226,8 @@ class shared_timed_mutex {
   bool acquire(detail::deadline deadline);
   bool acquire_shared(detail::deadline deadline);
   template <class TryBarge>
-  detail::acquire_result wait_in_queue(bool shared, detail::deadline deadline, TryBarge&& barge);
+  detail::acquire_result wait_in_queue(bool shared, detail::deadline deadline,
+                                       detail::tick_clock::rep began, TryBarge&& barge);
   bool drain(detail::deadline deadline);
   std::int64_t readers_inside() const noexcept;
   void back_off(slot& mine, std::uint32_t slot_code) noexcept;

@@ -9,10 +9,11 @@
  * Processes: NP lockers, R1, R2, R3 acquisitions each. Locker 1 is an OS thread
  * calling lock(); locker 2 an OS thread calling try_lock_for() (it may time
  * out wherever the code checks its deadline); locker 3 (NP = 3) a fiber calling
- * lock(), which hands WOKEN back at once. Whether an unlock hands off (the 1 ms
- * fairness timer), whether a WOKEN unlock may take the fast path (the 256-unlock
- * budget), and when timers fire are left to the model checker: every choice is
- * explored. Each statement is atomic, as the implementation's RMWs and loads are.
+ * lock(), which hands WOKEN back at once, taking the lock in the same CAS if it
+ * is free. Whether an unlock hands off (the 1 ms fairness timer), whether a
+ * WOKEN unlock may take the fast path (the 256-unlock budget), and when timers
+ * fire are left to the model checker: every choice is explored. Each statement
+ * is atomic, as the implementation's RMWs and loads are.
  *
  * Checked:
  *  - mutual exclusion;
@@ -213,10 +214,14 @@ proctype Locker(byte me; bit thread; bit may_time_out; byte rounds) {
               if
               :: v == 1 ->                     /* woken: we hold WOKEN */
                  if
-                 :: thread -> token = 1
-                 :: else -> Wk = 0             /* a fiber hands it back */
-                 fi;
-                 requeue = 1
+                 :: thread -> token = 1; requeue = 1
+                 :: else ->                    /* a fiber hands it back, and takes */
+                    atomic {                   /* a free lock in the same CAS */
+                      Wk = 0;
+                      if :: L == 0 -> L = 1; got = 1 :: else -> skip fi
+                    };
+                    if :: got -> break :: else -> requeue = 1 fi
+                 fi
               :: v == 2 ->                     /* handed LOCKED */
                  if :: token -> Wk = 0 :: else -> skip fi;
                  got = 1; break

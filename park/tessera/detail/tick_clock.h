@@ -57,6 +57,11 @@ class tick_clock {
 #endif
     return coarse_ns() | 1;
   }
+  /// A now() reading the caller already took, as a stamp (saves a second
+  /// clock read where a primitive times the same wait itself). Never 0.
+  static rep stamp(rep reading) noexcept {
+    return reading | 1;
+  }
 
   /// A stamp as nanoseconds on steady_clock's base (CLOCK_MONOTONIC).
   static rep stamp_to_ns(rep stamp) noexcept;
