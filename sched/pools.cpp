@@ -72,6 +72,10 @@ fiber_record* worker::take_record() {
 }
 
 void worker::recycle(fiber_record* f) noexcept {
+  // Off the lists the dump and the watchdog read. A finished fiber left them
+  // already; an idle runner reclaimed at teardown has not, and a later
+  // runtime allocated at its runtime's address would list it as its own.
+  f->listed_in.store(nullptr, std::memory_order_relaxed);
   if (record_cache_.size() >= kRecordCache) pool_records(record_cache_);
   record_cache_.push_back(f);
 }

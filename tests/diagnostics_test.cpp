@@ -11,6 +11,7 @@
 #include <tessera/net.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
+#include <tessera/wait_group.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -151,6 +152,33 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_EQ(finished.load(), 8);
   const std::string after = dump_of(rt);
   EXPECT_TRUE(has(after, "0 fibers")) << after;
+}
+
+// A runtime that ran jobs ends with idle runner fibers; their records go
+// back to the pool. A later runtime, even one allocated where the first one
+// was (which the allocator makes likely here), must not list them as its
+// own: the dump would show ghosts, and the deadlock watchdog, seeing a fiber
+// that is not parked, would never report.
+TEST(Dump, ARuntimeListsNoFiberOfAnEarlierOne) {
+  for (int round = 0; round < 20; ++round) {
+    {
+      // Jobs that park (half wait for the other half), so runners park and
+      // more of them are made.
+      runtime jobs_ran({.workers = 2});
+      jobs_ran.run([&] {
+        constexpr int kPairs = 50;
+        wait_group counter;
+        counter.add(kPairs);
+        task_group g(jobs_ran);
+        for (int i = 0; i < kPairs; ++i) g.run([&] { counter.wait(); });
+        for (int i = 0; i < kPairs; ++i) g.run([&] { counter.done(); });
+        EXPECT_EQ(g.wait(), task_group_status::complete);
+      });
+    }
+    runtime later({.workers = 1});
+    const std::string text = dump_of(later);
+    ASSERT_TRUE(has(text, "0 fibers\n")) << "round " << round << ":\n" << text;
+  }
 }
 
 // Go's debug=1: ten thousand fibers on one latch are one line.
