@@ -75,59 +75,67 @@ class scratch {
 };
 
 /// The enabled cases: in a random order for polling, and each channel once,
-/// in address order (for locking, and to check the cases' kinds).
+/// in address order, for locking (over channel<T> only).
 struct orders {
+  std::span<select_case> cases;
   scratch<std::size_t> poll_buf;
-  scratch<select_arm*> lock_buf;
+  scratch<std::size_t> lock_buf;
   std::span<std::size_t> poll;
-  std::span<select_arm*> locks;
+  std::span<std::size_t> locks;  // case indices, one per channel, by channel address
   bool lock_free = false;
 
   /// Throws std::invalid_argument for cases a select cannot serve.
-  explicit orders(std::span<select_case> cases) : poll_buf(cases.size()), lock_buf(cases.size()) {
+  explicit orders(std::span<select_case> all)
+      : cases(all), poll_buf(all.size()), lock_buf(all.size()) {
     std::size_t n = 0;
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      if (cases[i].enabled()) poll_buf.data()[n++] = i;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i].enabled()) poll_buf.data()[n++] = i;
     }
     poll = {poll_buf.data(), n};
+    if (n == 0) return;
     for (std::size_t i = n; i > 1; --i) std::swap(poll[i - 1], poll[next_random() % i]);
-    for (std::size_t k = 0; k < n; ++k) lock_buf.data()[k] = cases[poll[k]].arm();
-    select_arm** first = lock_buf.data();
-    std::sort(first, first + n, [](select_arm* a, select_arm* b) {
-      return std::less<const void*>()(a->channel_address(), b->channel_address());
-    });
-    check(first, n);
-    select_arm** last = std::unique(first, first + n, [](select_arm* a, select_arm* b) {
-      return a->channel_address() == b->channel_address();
-    });
-    locks = {first, static_cast<std::size_t>(last - first)};
-  }
-  void lock_all() const noexcept {
-    for (select_arm* a : locks) static_cast<locked_arm*>(a)->lock();
-  }
-  void unlock_all() const noexcept {
-    for (auto it = locks.rbegin(); it != locks.rend(); ++it) {
-      static_cast<locked_arm*>(*it)->unlock();
-    }
-  }
-
- private:
-  /// `arms`: sorted by channel.
-  void check(select_arm* const* arms, std::size_t n) {
-    lock_free = n > 0 && arms[0]->lock_free();
-    for (std::size_t k = 0; k < n; ++k) {
-      if (arms[k]->lock_free() != lock_free) {
+    const select_case& first = all[poll[0]];
+    lock_free = first.lock_free();
+    bool both_ways = false;
+    for (std::size_t k = 1; k < n; ++k) {
+      const select_case& c = all[poll[k]];
+      if (c.lock_free() != lock_free) {
         throw std::invalid_argument(
             "tessera::select: cases over channel<T> and over lockfree_channel<T> cannot be "
             "mixed in one select");
       }
-      if (lock_free && k > 0 && arms[k]->channel_address() == arms[k - 1]->channel_address() &&
-          arms[k]->sends() != arms[k - 1]->sends()) {
+      both_ways |= c.sends() != first.sends();
+    }
+    // Over lock-free channels there is nothing to lock: the channel order
+    // only serves to find one channel named from both sides.
+    if (lock_free && !both_ways) return;
+    std::size_t* by_channel = lock_buf.data();
+    std::copy(poll.begin(), poll.end(), by_channel);
+    auto address = [&](std::size_t i) { return all[i].channel_address(); };
+    std::sort(by_channel, by_channel + n, [&](std::size_t a, std::size_t b) {
+      return std::less<const void*>()(address(a), address(b));
+    });
+    for (std::size_t k = 1; k < n; ++k) {
+      if (lock_free && address(by_channel[k]) == address(by_channel[k - 1]) &&
+          all[by_channel[k]].sends() != all[by_channel[k - 1]].sends()) {
         throw std::invalid_argument(
             "tessera::select: a select may not both send to and receive from one "
             "lockfree_channel (its two cases could meet in one cell)");
       }
     }
+    std::size_t* last = std::unique(by_channel, by_channel + n, [&](std::size_t a, std::size_t b) {
+      return address(a) == address(b);
+    });
+    locks = {by_channel, static_cast<std::size_t>(last - by_channel)};
+  }
+  locked_arm* locked(std::size_t i) const noexcept {
+    return static_cast<locked_arm*>(cases[i].arm());
+  }
+  void lock_all() const noexcept {
+    for (std::size_t i : locks) locked(i)->lock();
+  }
+  void unlock_all() const noexcept {
+    for (auto it = locks.rbegin(); it != locks.rend(); ++it) locked(*it)->unlock();
   }
 };
 
@@ -221,7 +229,7 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
     return {select_result::kNone, channel_status::timeout};
   }
   if (order.lock_free) return run_lockfree(cases, order.poll, d, try_only);
-  auto arm = [&](std::size_t i) { return static_cast<locked_arm*>(cases[i].arm()); };
+  auto arm = [&](std::size_t i) { return order.locked(i); };
 
   order.lock_all();
   for (std::size_t i : order.poll) {

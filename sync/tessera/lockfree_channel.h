@@ -268,6 +268,12 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     return s < receives_.load(std::memory_order_seq_cst) ||
            (capacity_ > 0 && s < buffer_end_.load(std::memory_order_seq_cst));
   }
+  /// For a sender of index `s` that may not buffer: whether no receive that
+  /// has its index still owes the buffer's end a move past s (so the
+  /// channel is full for a try_send).
+  bool no_room_coming(std::uint64_t s) const noexcept {
+    return capacity_ == 0 || s >= receives_.load(std::memory_order_seq_cst) + capacity_;
+  }
   /// Claims the waiter recorded in `st` (CAS to BUSY; a select's case: then
   /// its select), runs `move(record&)`, stores `to` and unparks the waiter.
   /// False: the cell changed (a select's case that could not be claimed
@@ -386,6 +392,10 @@ template <class T>
 channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try_only,
                                               select_slot* slot) {
   if (is_closed()) return channel_status::closed;
+  if (try_only) {  // full, seen without holding a segment (as below)
+    const std::uint64_t s = sends_.load(std::memory_order_seq_cst);
+    if ((s & kClosedBit) == 0 && !may_buffer(s) && no_room_coming(s)) return channel_status::full;
+  }
   for (;;) {
     segment* held = cells_.hold(kSendSide);
     std::uint64_t s;
@@ -398,9 +408,7 @@ channel_status lockfree_channel<T>::send_impl(T& v, detail::deadline d, bool try
         // Full, unless a receive that has its index still owes the buffer's
         // end its move past s: then it is as good as done, and the room it
         // makes is ours to see. Wait for the move, then look again.
-        if (capacity_ == 0 || s >= receives_.load(std::memory_order_seq_cst) + capacity_) {
-          return channel_status::full;
-        }
+        if (no_room_coming(s)) return channel_status::full;
         await_room(s);
         continue;
       }
@@ -477,6 +485,10 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
 template <class T>
 channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::deadline d,
                                                  bool try_only, select_slot* slot) {
+  if (try_only && receives_.load(std::memory_order_seq_cst) >= send_limit()) {
+    // Empty, seen without holding a segment (as below).
+    return is_closed() ? channel_status::closed : channel_status::empty;
+  }
   for (;;) {
     segment* held = cells_.hold(kReceiveSide);
     std::uint64_t r;

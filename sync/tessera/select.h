@@ -129,7 +129,13 @@ class lockfree_arm : public select_arm {
 class select_case {
  public:
   select_case() = default;
-  explicit select_case(std::unique_ptr<detail::select_arm> arm) : arm_(std::move(arm)) {}
+  explicit select_case(std::unique_ptr<detail::select_arm> arm) : arm_(std::move(arm)) {
+    if (arm_ != nullptr) {
+      channel_ = arm_->channel_address();
+      sends_ = arm_->sends();
+      lock_free_ = arm_->lock_free();
+    }
+  }
 
   /// Leaves this case out (Go's nil channel), or puts it back in.
   void disable() noexcept { enabled_ = false; }
@@ -137,10 +143,18 @@ class select_case {
   bool enabled() const noexcept { return enabled_ && arm_ != nullptr; }
 
   detail::select_arm* arm() const noexcept { return arm_.get(); }
+  /// The arm's channel_address(), sends() and lock_free(), read once when the
+  /// case is built (select() looks at them on every call).
+  const void* channel_address() const noexcept { return channel_; }
+  bool sends() const noexcept { return sends_; }
+  bool lock_free() const noexcept { return lock_free_; }
 
  private:
   std::unique_ptr<detail::select_arm> arm_;
+  const void* channel_ = nullptr;
   bool enabled_ = true;
+  bool sends_ = false;
+  bool lock_free_ = false;
 };
 
 namespace detail {
