@@ -30,7 +30,7 @@
 namespace tessera::detail {
 
 struct barging_semaphore::node : park_node {
-  tick_clock::rep since;  // first queued in this acquire (tick_clock)
+  tick_clock::rep since;  // when this acquire began to wait (tick_clock)
 };
 
 barging_semaphore::~barging_semaphore() {
@@ -65,8 +65,8 @@ bool barging_semaphore::barge() noexcept {
 }
 
 bool barging_semaphore::acquire_slow(detail::deadline deadline) {
-  const tick_clock::rep began =
-      tick_clock::now();  // the wait record's stamp and the fairness timer's
+  // One clock read: the wait record's stamp and the fairness timer's start.
+  const tick_clock::rep began = tick_clock::now();
   const wait_scope scope(self(), began, "counting_semaphore", this);
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(

@@ -43,7 +43,7 @@ namespace tessera::detail {
 using steady = std::chrono::steady_clock;
 
 /// One parked caller. `woken`: 0 queued, 1 woken to compete, 2 the lock was
-/// handed to it. `since`: when it first queued in this lock() call.
+/// handed to it. `since`: when this lock() call began to wait (tick_clock).
 struct mutex_core::node : park_node {
   tick_clock::rep since;
 };
@@ -68,8 +68,8 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
   waiter* const me = self();
-  const tick_clock::rep began =
-      tick_clock::now();  // the wait record's stamp and the fairness timer's
+  // One clock read: the wait record's stamp and the fairness timer's start.
+  const tick_clock::rep began = tick_clock::now();
 #if TESSERA_CHECKS
   const wait_scope scope(me, began, "mutex", this, -1, &owner_);
 #else

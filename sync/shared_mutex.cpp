@@ -232,7 +232,8 @@ detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::de
 }
 
 bool shared_timed_mutex::acquire(detail::deadline deadline) {
-  const detail::tick_clock::rep began = detail::tick_clock::now();  // one read for both
+  // One clock read: the wait record's stamp and the fairness timer's start.
+  const detail::tick_clock::rep began = detail::tick_clock::now();
   const wait_scope scope(self(), began, "shared_mutex", this);
   // Barged in or handed WRITER: either way, wait for the readers inside.
   return wait_in_queue(false, deadline, began, [this] { return take_writer(); }) !=

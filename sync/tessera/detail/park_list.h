@@ -251,8 +251,8 @@ enum class acquire_result : std::uint8_t {
 /// wait began (the same one its wait_scope stamps): the fairness timer's
 /// measure, kept when a waiter woken to compete (park_mark::woken) retries
 /// with a fresh spin budget and, losing, re-queues at the front.
-/// park_mark::not_queued retries as it is. The deadline is checked only after a failed barge, so a
-/// woken waiter always retries before it gives up.
+/// park_mark::not_queued retries as it is. The deadline is checked only after
+/// a failed barge, so a woken waiter always retries before it gives up.
 template <class TryBarge, class Queue>
 acquire_result barge_or_queue(detail::deadline deadline, tick_clock::rep began,
                               unsigned spin_budget, TryBarge&& try_barge, Queue&& queue) {
