@@ -173,4 +173,13 @@ std::int64_t wait_info::since_ns() const noexcept {
   return stamp != 0 ? detail::tick_clock::stamp_to_ns(stamp) : 0;
 }
 
+std::int64_t wait_info::seen_since() noexcept {
+  std::int64_t s = since.load(std::memory_order_relaxed);
+  if (s != 0) return s;
+  const std::int64_t now = detail::tick_clock::stamp();
+  // Relaxed: a snapshot. Fails only if the waiter began a new wait, stamped
+  // (a barging lock's), or another observer stamped first: keep theirs.
+  return since.compare_exchange_strong(s, now, std::memory_order_relaxed) ? now : s;
+}
+
 }  // namespace tessera

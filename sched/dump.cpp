@@ -89,7 +89,9 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     if (f->listed_in.load(std::memory_order_acquire) != this) continue;
     const std::int32_t state = f->w.state.load(std::memory_order_relaxed);
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
-    const std::int64_t since = f->w.wait.since.load(std::memory_order_relaxed);
+    // The first look at a wait stamps it (wait_info::since).
+    const std::int64_t since =
+        kind != nullptr ? f->w.wait.seen_since() : f->w.wait.since.load(std::memory_order_relaxed);
     // The stamp loaded once: converted, it is the wait the record showed.
     const std::int64_t since_ns = since != 0 ? tessera::detail::tick_clock::stamp_to_ns(since) : 0;
     fibers.push_back({f,
@@ -117,6 +119,13 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     }
   }
   return fibers;
+}
+
+void runtime_impl::stamp_waits() const {
+  for (fiber_record* f : all_records()) {
+    if (f->listed_in.load(std::memory_order_acquire) != this) continue;
+    if (f->w.wait.kind.load(std::memory_order_relaxed) != nullptr) (void)f->w.wait.seen_since();
+  }
 }
 
 void write_fibers(std::ostream& os, const std::vector<seen_fiber>& fibers) {

@@ -465,6 +465,9 @@ class runtime_impl {
   /// This runtime's fibers, as the dump sees them; with `backtraces`, each
   /// parked fiber's stack too (sched/stack_trace.h says why that is safe).
   std::vector<seen_fiber> snapshot(bool backtraces = false) const;
+  /// Stamps every listed fiber's wait that has no stamp yet (what snapshot()
+  /// does on the way): the watchdog's look when it checks for stalls only.
+  void stamp_waits() const;
   /// The watchdog thread (watchdog.cpp): looks for a deadlock every so often
   /// while something waits for the runtime to finish; started with the
   /// workers, stopped before they are joined.

@@ -154,7 +154,10 @@ void runtime_impl::watchdog_main() {
         std::fputs(report.str().c_str(), stderr);
       }
     }
-    if (!deadlocks) continue;
+    if (!deadlocks) {
+      stamp_waits();  // the first look at each wait dates it (wait_info::since)
+      continue;
+    }
     std::vector<seen_fiber> now = snapshot();
     if (!quiet(now)) {
       quiet_since = steady::time_point::max();

@@ -44,7 +44,10 @@ TEST(WaitScope, RecordsTheWaitWhileItLivesAndTheOutermostWins) {
     const wait_scope outer("latch", &a);
     EXPECT_STREQ(me->wait.kind.load(), "latch");
     EXPECT_EQ(me->wait.object.load(), &a);
-    EXPECT_GT(me->wait.since.load(), 0);
+    EXPECT_EQ(me->wait.since.load(), 0) << "stamped before anyone looked";
+    const std::int64_t first = me->wait.seen_since();
+    EXPECT_NE(first, 0) << "the first look stamps the wait";
+    EXPECT_EQ(me->wait.seen_since(), first) << "a later look keeps the first stamp";
     {
       const wait_scope inner("counting_semaphore", &b);  // the latch's own gate, say
       EXPECT_STREQ(me->wait.kind.load(), "latch");
@@ -152,6 +155,63 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_EQ(finished.load(), 8);
   const std::string after = dump_of(rt);
   EXPECT_TRUE(has(after, "0 fibers")) << after;
+}
+
+// A wait is dated by the first look at it (wait_info::since): a dump's, or
+// the watchdog's a few times per grace period; until then it costs no clock
+// read.
+TEST(Dump, DatesAWaitAtTheFirstLookAndKeepsThatDate) {
+  watchdog dog("dating a wait", 60s);
+  runtime rt({.workers = 1, .on_deadlock = deadlock_policy::off, .stall_threshold = 0ms});
+  rt.start();
+  latch gate(1);
+  std::atomic<waiter*> who{nullptr};
+  auto done = rt.submit([&] {
+    who = self();
+    gate.wait();
+  });
+  ASSERT_TRUE(eventually([&] {
+    waiter* w = who.load();
+    return w != nullptr && w->wait.kind.load() != nullptr;
+  }));
+  const wait_info& wait = who.load()->wait;
+  EXPECT_EQ(wait.since.load(), 0) << "no watchdog, no dump: nobody has looked";
+  EXPECT_EQ(wait.since_ns(), 0);
+  const auto before_look = std::chrono::steady_clock::now();
+  // (The wait record is written before the fiber parks: the dump shows the
+  // wait once it has.)
+  EXPECT_TRUE(eventually([&] { return has(dump_of(rt), "[latch "); })) << dump_of(rt);
+  const std::int64_t first = wait.since.load();
+  EXPECT_NE(first, 0) << "the dump dated the wait";
+  const auto ns = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  // Without the TSC a stamp is the coarse clock: a kernel tick (up to 4 ms) early.
+  EXPECT_GE(wait.since_ns(), ns(before_look) - 5'000'000) << "dated before the look";
+  std::this_thread::sleep_for(20ms);
+  (void)dump_of(rt);
+  EXPECT_EQ(wait.since.load(), first) << "a later dump dated it again";
+  gate.count_down();
+  done.get();
+  rt.stop();
+}
+
+TEST(Dump, TheWatchdogDatesWaitsWhileItLooksForDeadlocks) {
+  watchdog dog("the watchdog dating a wait", 60s);
+  runtime rt({.workers = 1, .deadlock_grace = 40ms});
+  rt.start();
+  latch gate(1);
+  std::atomic<waiter*> who{nullptr};
+  auto done = rt.submit([&] {
+    who = self();
+    gate.wait();
+  });
+  ASSERT_TRUE(eventually([&] { return who.load() != nullptr; }));
+  EXPECT_TRUE(eventually([&] { return who.load()->wait.since.load() != 0; }))
+      << "the watchdog never dated the wait";
+  gate.count_down();
+  done.get();
+  rt.stop();
 }
 
 // A runtime that ran jobs ends with idle runner fibers; their records go

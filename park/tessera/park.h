@@ -69,9 +69,15 @@ struct wait_info {
   std::atomic<const char*> kind{nullptr};
   /// The primitive's address.
   std::atomic<const void*> object{nullptr};
-  /// When the wait began, as a detail::tick_clock::stamp() (the TSC where it
-  /// is invariant, else the coarse monotonic clock): opaque, never 0 in a
-  /// record that is set. Read it through since_ns().
+  /// When the wait began, as a detail::tick_clock stamp (the TSC where it is
+  /// invariant, else the monotonic clock): opaque; read it through since_ns().
+  /// Stamped lazily, as Go's `waitsince`: a primitive that reads the clock on
+  /// its slow path anyway (the barging locks' fairness timer) stamps its wait
+  /// at once; any other wait is 0 until an observer first sees it
+  /// (seen_since(): the runtime's watchdog, a few times per deadlock_grace,
+  /// and every dump) and stamps it with that moment. So a wait's age is
+  /// short by at most the time to that first look, and a wait that nobody
+  /// looks at costs no clock read.
   std::atomic<std::int64_t> since{0};
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
@@ -81,10 +87,15 @@ struct wait_info {
   /// the cycle of waits.
   std::atomic<const std::atomic<waiter*>*> holder{nullptr};
 
-  /// When the wait began: nanoseconds on std::chrono::steady_clock's base
-  /// (CLOCK_MONOTONIC), accurate to well under a millisecond; 0 while there
-  /// is no wait. Costs a clock read: for diagnostics, not hot paths.
+  /// When the wait began (see `since`): nanoseconds on std::chrono::
+  /// steady_clock's base (CLOCK_MONOTONIC); 0 while there is no wait or
+  /// nobody has looked at it yet. Costs a clock read: for diagnostics.
   std::int64_t since_ns() const noexcept;
+  /// For observers: the wait's stamp, after stamping it with the present
+  /// moment if it had none (the first look). Call it only while `kind` is
+  /// set; a wait that ends meanwhile is harmless (the next one may carry a
+  /// stamp a few microseconds early).
+  std::int64_t seen_since() noexcept;
 };
 
 /// An identity that can park: an OS thread or a fiber.
@@ -155,8 +166,8 @@ waiter* self() noexcept;
 
 // Inline: it runs on every slow path of every primitive. Relaxed: the record
 // is a snapshot for diagnostics; nothing synchronizes through it, and only
-// its owner writes it. The stamp is a TSC read where it can be, converted
-// only when a dump reads it (tick_clock.h).
+// its owner writes it (and an observer's first look, which stamps it). No
+// clock read unless the caller has one (wait_info::since).
 inline wait_scope::wait_scope(waiter* who, std::optional<std::int64_t> began, const char* kind,
                               const void* object, std::int64_t detail,
                               const std::atomic<waiter*>* holder) noexcept
@@ -166,8 +177,7 @@ inline wait_scope::wait_scope(waiter* who, std::optional<std::int64_t> began, co
     who_ = nullptr;  // an outer scope says what we wait for
     return;
   }
-  w.since.store(began ? detail::tick_clock::stamp(*began) : detail::tick_clock::stamp(),
-                std::memory_order_relaxed);
+  w.since.store(began ? detail::tick_clock::stamp(*began) : 0, std::memory_order_relaxed);
   w.object.store(object, std::memory_order_relaxed);
   w.detail.store(detail, std::memory_order_relaxed);
   w.holder.store(holder, std::memory_order_relaxed);
