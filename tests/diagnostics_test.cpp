@@ -157,6 +157,20 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_TRUE(has(after, "0 fibers")) << after;
 }
 
+// Submits to `rt` (started) a fiber that waits on `gate`; returns once its
+// wait is recorded (`who` is then its identity), with the fiber's future.
+auto submit_latch_wait(runtime& rt, latch& gate, std::atomic<waiter*>& who) {
+  auto done = rt.submit([&] {
+    who = self();
+    gate.wait();
+  });
+  EXPECT_TRUE(eventually([&] {
+    waiter* w = who.load();
+    return w != nullptr && w->wait.kind.load() != nullptr;
+  })) << "the fiber never began to wait";
+  return done;
+}
+
 // A wait is dated by the first look at it (wait_info::since): a dump's, or
 // the watchdog's a few times per grace period; until then it costs no clock
 // read.
@@ -166,14 +180,8 @@ TEST(Dump, DatesAWaitAtTheFirstLookAndKeepsThatDate) {
   rt.start();
   latch gate(1);
   std::atomic<waiter*> who{nullptr};
-  auto done = rt.submit([&] {
-    who = self();
-    gate.wait();
-  });
-  ASSERT_TRUE(eventually([&] {
-    waiter* w = who.load();
-    return w != nullptr && w->wait.kind.load() != nullptr;
-  }));
+  auto done = submit_latch_wait(rt, gate, who);
+  ASSERT_NE(who.load(), nullptr);
   const wait_info& wait = who.load()->wait;
   EXPECT_EQ(wait.since.load(), 0) << "no watchdog, no dump: nobody has looked";
   EXPECT_EQ(wait.since_ns(), 0);
@@ -188,7 +196,7 @@ TEST(Dump, DatesAWaitAtTheFirstLookAndKeepsThatDate) {
   };
   // Without the TSC a stamp is the coarse clock: a kernel tick (up to 4 ms) early.
   EXPECT_GE(wait.since_ns(), ns(before_look) - 5'000'000) << "dated before the look";
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);  // time passes: a second stamp would differ
   (void)dump_of(rt);
   EXPECT_EQ(wait.since.load(), first) << "a later dump dated it again";
   gate.count_down();
@@ -202,11 +210,8 @@ TEST(Dump, TheWatchdogDatesWaitsWhileItLooksForDeadlocks) {
   rt.start();
   latch gate(1);
   std::atomic<waiter*> who{nullptr};
-  auto done = rt.submit([&] {
-    who = self();
-    gate.wait();
-  });
-  ASSERT_TRUE(eventually([&] { return who.load() != nullptr; }));
+  auto done = submit_latch_wait(rt, gate, who);
+  ASSERT_NE(who.load(), nullptr);
   EXPECT_TRUE(eventually([&] { return who.load()->wait.since.load() != 0; }))
       << "the watchdog never dated the wait";
   gate.count_down();
