@@ -29,7 +29,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <optional>
 
 #include "tessera/detail/tick_clock.h"
 
@@ -141,12 +140,16 @@ class wait_scope {
   /// As above for `who`, the caller's self() (saves a second read of it).
   wait_scope(waiter* who, const char* kind, const void* object, std::int64_t detail = -1,
              const std::atomic<waiter*>* holder = nullptr) noexcept
-      : wait_scope(who, std::nullopt, kind, object, detail, holder) {}
+      : who_(who) {
+    record(0, kind, object, detail, holder);
+  }
   /// As above, for a wait that began at `began`, a detail::tick_clock::now()
   /// reading the caller took (it times the wait itself: one clock read).
   wait_scope(waiter* who, std::int64_t began, const char* kind, const void* object,
              std::int64_t detail = -1, const std::atomic<waiter*>* holder = nullptr) noexcept
-      : wait_scope(who, std::optional<std::int64_t>(began), kind, object, detail, holder) {}
+      : who_(who) {
+    record(detail::tick_clock::stamp(began), kind, object, detail, holder);
+  }
   ~wait_scope() {
     if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);
   }
@@ -154,9 +157,10 @@ class wait_scope {
   wait_scope& operator=(const wait_scope&) = delete;
 
  private:
-  inline wait_scope(waiter* who, std::optional<std::int64_t> began, const char* kind,
-                    const void* object, std::int64_t detail,
-                    const std::atomic<waiter*>* holder) noexcept;
+  /// Writes who_'s wait record, with `stamp` as wait_info::since (0: none
+  /// yet), unless an outer scope has (then who_ becomes null).
+  inline void record(std::int64_t stamp, const char* kind, const void* object, std::int64_t detail,
+                     const std::atomic<waiter*>* holder) noexcept;
   waiter* who_;  // null when an outer scope records the wait
 };
 
@@ -168,16 +172,14 @@ waiter* self() noexcept;
 // is a snapshot for diagnostics; nothing synchronizes through it, and only
 // its owner writes it (and an observer's first look, which stamps it). No
 // clock read unless the caller has one (wait_info::since).
-inline wait_scope::wait_scope(waiter* who, std::optional<std::int64_t> began, const char* kind,
-                              const void* object, std::int64_t detail,
-                              const std::atomic<waiter*>* holder) noexcept
-    : who_(who) {
+inline void wait_scope::record(std::int64_t stamp, const char* kind, const void* object,
+                               std::int64_t detail, const std::atomic<waiter*>* holder) noexcept {
   wait_info& w = who_->wait;
   if (w.kind.load(std::memory_order_relaxed) != nullptr) {
     who_ = nullptr;  // an outer scope says what we wait for
     return;
   }
-  w.since.store(began ? detail::tick_clock::stamp(*began) : 0, std::memory_order_relaxed);
+  w.since.store(stamp, std::memory_order_relaxed);
   w.object.store(object, std::memory_order_relaxed);
   w.detail.store(detail, std::memory_order_relaxed);
   w.holder.store(holder, std::memory_order_relaxed);
