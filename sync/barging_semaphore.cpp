@@ -70,11 +70,11 @@ bool barging_semaphore::acquire_slow(detail::deadline deadline) {
   const wait_scope scope(self(), began, "counting_semaphore", this);
   const unsigned spin_budget = should_spin() ? kSpinBudget : 0;
   const acquire_result got = barge_or_queue(
-      deadline, began, spin_budget, [this] { return barge(); },
-      [&](tick_clock::rep since, bool requeue) {
+      deadline, spin_budget, [this] { return barge(); },
+      [&](bool requeue) {
         node n;
         n.who = self();
-        n.since = since;
+        n.since = began;
         // A waiter woken to compete that lost goes back to its place by age (the
         // queue stays oldest first: settle may have woken it from behind an
         // older waiter it leaves queued for the next hand-off).

@@ -87,12 +87,11 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
     if (token) state_.fetch_and(~kWoken, std::memory_order_relaxed);
     return true;
   };
-  const acquire_result got = barge_or_queue(
-      deadline, began, os_thread ? kSpinBudget : 0, barge,
-      [&](tick_clock::rep since, bool requeue) {
+  const acquire_result got =
+      barge_or_queue(deadline, os_thread ? kSpinBudget : 0, barge, [&](bool requeue) {
         node n;
         n.who = me;
-        n.since = since;
+        n.since = began;
         // With the token, wake up by kRetryAfter at the latest to retry.
         bool retry_first = false;
         detail::deadline until = deadline;

@@ -220,12 +220,12 @@ template <class TryBarge>
 detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::deadline deadline,
                                                          detail::tick_clock::rep began,
                                                          TryBarge&& barge) {
-  return detail::barge_or_queue(deadline, began, should_spin() ? kSpinBudget : 0, barge,
-                                [&](detail::tick_clock::rep since, bool requeue) {
+  return detail::barge_or_queue(deadline, should_spin() ? kSpinBudget : 0, barge,
+                                [&](bool requeue) {
                                   node n;
                                   n.who = self();
                                   n.shared = shared;
-                                  n.since = since;
+                                  n.since = began;
                                   return detail::queue_while_held(state_, kWriter, kQueued, lock_,
                                                                   queue_, n, requeue, deadline);
                                 });

@@ -245,17 +245,17 @@ enum class acquire_result : std::uint8_t {
 };
 
 /// The waiting loop of the barging locks: `try_barge()`; else poll
-/// `spin_budget` times (OS threads; 0 for fibers); else `queue(since, requeue)`,
+/// `spin_budget` times (OS threads; 0 for fibers); else `queue(requeue)`,
 /// which queues and parks (a queue_while_held call) and returns its park_mark.
-/// `since` is `began`, the tick_clock::now() reading the caller took when its
-/// wait began (the same one its wait_scope stamps): the fairness timer's
-/// measure, kept when a waiter woken to compete (park_mark::woken) retries
-/// with a fresh spin budget and, losing, re-queues at the front.
+/// A waiter woken to compete (park_mark::woken) retries with a fresh spin
+/// budget and, losing, re-queues at the front (`requeue`); its node keeps
+/// the time the caller's wait began (the fairness timer's measure, one
+/// tick_clock::now() reading the caller's wait_scope stamps too).
 /// park_mark::not_queued retries as it is. The deadline is checked only after
 /// a failed barge, so a woken waiter always retries before it gives up.
 template <class TryBarge, class Queue>
-acquire_result barge_or_queue(detail::deadline deadline, tick_clock::rep began,
-                              unsigned spin_budget, TryBarge&& try_barge, Queue&& queue) {
+acquire_result barge_or_queue(detail::deadline deadline, unsigned spin_budget, TryBarge&& try_barge,
+                              Queue&& queue) {
   unsigned spins = spin_budget;
   bool requeue = false;
   for (;;) {
@@ -266,7 +266,7 @@ acquire_result barge_or_queue(detail::deadline deadline, tick_clock::rep began,
       continue;
     }
     if (deadline.passed()) return acquire_result::timed_out;
-    const park_mark got = queue(began, requeue);
+    const park_mark got = queue(requeue);
     if (got == park_mark::none) return acquire_result::timed_out;
     if (got == park_mark::handed) return acquire_result::handed;
     if (got == park_mark::woken) {
