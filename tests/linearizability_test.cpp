@@ -239,6 +239,9 @@ void semaphore_histories(exec_kind kind, const Spec& spec) {
 TEST_P(Linearizable, SemaphoreFaa) {
   semaphore_histories<admission::faa>(GetParam(), dual_count_spec{});
 }
+TEST_P(Linearizable, SemaphoreFaaRestricted) {
+  semaphore_histories<admission::faa_restricted>(GetParam(), dual_count_spec{});
+}
 TEST_P(Linearizable, SemaphoreFifo) {
   semaphore_histories<admission::fifo>(GetParam(), count_spec{});
 }

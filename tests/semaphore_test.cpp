@@ -113,6 +113,7 @@ struct tuning {
   std::uint32_t window;  // admission_window: 0 is strict FIFO (no lobby)
   bool barging = false;  // admission::barging (no tickets; the rest is unused)
   bool faa = false;      // admission::faa (the segment queue; the rest is unused)
+  bool faa_lobby = false;  // with faa: admission::faa_restricted
 };
 
 // Sets the process-wide TWA tuning for one test and restores it afterwards.
@@ -146,7 +147,7 @@ class Strategy : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> 
   admission mode() const {
     const tuning& tu = std::get<0>(GetParam());
     return tu.barging       ? admission::barging
-           : tu.faa         ? admission::faa
+           : tu.faa         ? (tu.faa_lobby ? admission::faa_restricted : admission::faa)
            : tu.window == 0 ? admission::fifo
                             : admission::restricted;
   }
@@ -161,7 +162,7 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
   const tuning tu = std::get<0>(p.param);
   const std::string env = "_" + to_string(std::get<1>(p.param));
   if (tu.barging) return "barging" + env;
-  if (tu.faa) return "faa" + env;
+  if (tu.faa) return (tu.faa_lobby ? "faa_restricted" : "faa") + env;
   return "threshold" + std::to_string(tu.threshold) + "_spin" + std::to_string(tu.spins) +
          (tu.window == 0 ? std::string("_fifo") : "_window" + std::to_string(tu.window)) + env;
 }
@@ -171,12 +172,13 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
 // defaults (restricted admission, window 1); strict FIFO parking at once, and
 // with long-term waiting (threshold 3, the successor-of-successor poke); and a
 // lobby behind a queue of 2 with long-term waiting. The AnyAdmission tests also
-// run with admission::barging and admission::faa.
+// run with admission::barging, admission::faa and admission::faa_restricted.
 const std::vector<tuning> kTwaStrategies{tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0},
                                          tuning{3, 16, 2}};
 std::vector<tuning> with_other_cores(std::vector<tuning> v) {
   v.push_back(tuning{1, 1024, 1, true});
   v.push_back(tuning{1, 1024, 1, false, true});
+  v.push_back(tuning{1, 1024, 1, false, true, true});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
@@ -427,20 +429,30 @@ TEST_P(AnyAdmission, StressMixedTimedAcquisitionConservesPermits) {
 }
 
 // ---------------------------------------------------------------------------
-// Restricted admission: the lobby (semaphore.h, "Concurrency restriction").
-class Lobby : public ::testing::TestWithParam<exec_kind> {
+// Restricted admission: the lobby (semaphore.h, "Concurrency restriction"), in
+// front of the TWA semaphore's tickets (admission::restricted) and of the FAA
+// semaphore's segment queue (admission::faa_restricted).
+class Lobby : public ::testing::TestWithParam<std::tuple<admission, exec_kind>> {
  protected:
   scoped_tuning tuned_{tuning{1, 1024, 1}};
-  exec_kind kind() const { return GetParam(); }
+  admission mode() const { return std::get<0>(GetParam()); }
+  exec_kind kind() const { return std::get<1>(GetParam()); }
 };
-INSTANTIATE_TEST_SUITE_P(Envs, Lobby, ::testing::ValuesIn(all_exec_kinds()),
-                         [](const auto& p) { return to_string(p.param); });
+INSTANTIATE_TEST_SUITE_P(Envs, Lobby,
+                         ::testing::Combine(::testing::Values(admission::restricted,
+                                                              admission::faa_restricted),
+                                            ::testing::ValuesIn(all_exec_kinds())),
+                         [](const auto& p) {
+                           return (std::get<0>(p.param) == admission::restricted ? "twa_"
+                                                                                 : "faa_") +
+                                  to_string(std::get<1>(p.param));
+                         });
 
 // With window 1, the first blocked acquirer takes a ticket and the rest wait in
 // the lobby; release(n) then admits exactly n of them, in arrival order.
 TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
   watchdog dog("lobby", 60s);
-  counting_semaphore<> s(0);
+  counting_semaphore<> s(0, mode());
   constexpr int kThreads = 5;
   arrivals log;
   group g(kind());
@@ -475,7 +487,7 @@ TEST_P(Lobby, SurplusAcquirersWaitInTheLobbyAndReleaseNAdmitsThemInOrder) {
 // disturbs nobody: the queued ticket still gets the next permit, none is lost.
 TEST_P(Lobby, TimedOutLobbyMemberLeavesWithoutTouchingTheQueue) {
   watchdog dog("lobby timeout", 60s);
-  counting_semaphore<> s(0);
+  counting_semaphore<> s(0, mode());
   std::atomic<bool> first_got{false};
   group first(kind());
   spawn_acquirer(first, s, first_got);
@@ -531,7 +543,7 @@ void every_participant_progresses(exec_kind kind, admission mode) {
 
 TEST_P(Lobby, EveryParticipantProgressesThoughAPermitIsNeverFree) {
   watchdog dog("lobby fairness", 60s);
-  every_participant_progresses(kind(), admission::restricted);
+  every_participant_progresses(kind(), mode());
 }
 
 // ---------------------------------------------------------------------------

@@ -66,6 +66,12 @@ struct faa {  // admission::faa: Koval & Elizarov's FAA semaphore on a segment q
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
+struct faa_restricted {  // admission::faa_restricted: the FAA semaphore behind a lobby
+  static constexpr const char* name = "faa-restricted";
+  tessera::counting_semaphore<> s{0, tessera::admission::faa_restricted};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
 struct twa_spin {
   static constexpr const char* name = "twa-spin";
   tessera::twa_spin_semaphore s{0};
@@ -267,7 +273,7 @@ impl_entry entry() {
 
 std::vector<impl_entry> all_impls() {
   return {entry<twa>(),       entry<twa_fifo>(),   entry<barging>(),       entry<faa>(),
-          entry<twa_spin>(),  entry<ticket>(),     entry<posix>(),         entry<std_sem>(),
+          entry<faa_restricted>(), entry<twa_spin>(),  entry<ticket>(),     entry<posix>(),         entry<std_sem>(),
           entry<std_mutex>(), entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
           entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
 }
@@ -315,6 +321,7 @@ const char* family_of(const std::string& impl) {
 // Whether an implementation is Tessera's (drawn thick in the plot; a CSV column).
 bool is_tessera(const std::string& impl) {
   return impl == "twa" || impl == "twa-fifo" || impl == "barging" || impl == "faa" ||
+         impl == "faa-restricted" ||
          impl.find("tessera::") != std::string::npos;
 }
 
@@ -459,6 +466,12 @@ int main(int argc, char** argv) {
   key(1, "faa", 1, "twa-fifo", "T=1 faa / twa-fifo", "0.91");
   for (int t : threads) {
     if (t >= 4) key(t, "faa", t, "twa-fifo", at(t, "faa / twa-fifo").c_str(), "1.0");
+  }
+  key(1, "faa-restricted", 1, "twa", "T=1 faa-restricted / twa", "0.91");
+  for (int t : threads) {
+    if (t >= 4) {
+      key(t, "faa-restricted", t, "twa", at(t, "faa-restricted / twa").c_str(), "1.0");
+    }
   }
   for (int t : threads) {
     key(t, "tessera::mutex", t, "std::mutex", at(t, "tessera::mutex / std::mutex").c_str(), "1.0");

@@ -28,7 +28,15 @@
 //                 for it (linearizable as a dual data structure, not as a
 //                 plain counter). Not constexpr (it allocates its first
 //                 segment).
-//   try_acquire never waits; under fifo/restricted/faa it also never barges (it
+//     faa_restricted  faa behind a lobby, as restricted is fifo behind one: an
+//                 acquirer that finds a waiter already queued beyond the
+//                 permits waits, parked, in a FIFO lobby (under a lock); the
+//                 lobby's oldest is called in when a permit is free, or forced
+//                 in after it has been oldest for 1 ms (thread) or 40 µs
+//                 (fiber). FIFO within the queue and within the lobby; an
+//                 acquirer that finds no waiter queued passes the lobby.
+//   try_acquire never waits; under fifo/restricted/faa/faa_restricted it also
+//   never barges (it
 //   succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
 //   until return false only after the deadline (durations in any std::chrono
@@ -90,6 +98,10 @@ enum class admission {
   /// lock on any path, waiters park at once. See docs/design.md for when to
   /// take it over the TWA semaphore.
   faa,
+  /// faa with a lobby in front, as restricted is fifo with one: an acquirer
+  /// that finds a waiter queued beyond the permits waits in a FIFO lobby
+  /// (locked) instead of queueing; the queue itself takes no lock.
+  faa_restricted,
 };
 
 namespace detail {
@@ -301,9 +313,9 @@ class twa_semaphore {
 class semaphore_core {
  public:
   constexpr semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
-      : kind_(mode == admission::barging ? kBarging
-              : mode == admission::faa   ? kFaa
-                                         : kTwa),
+      : kind_(mode == admission::barging                                    ? kBarging
+              : mode == admission::faa || mode == admission::faa_restricted ? kFaa
+                                                                             : kTwa),
         u_(desired, max, mode) {}
   ~semaphore_core() {
     switch (kind_) {
@@ -351,9 +363,11 @@ class semaphore_core {
   std::ptrdiff_t queued() const noexcept {
     return kind_ == kTwa       ? u_.twa.queued()
            : kind_ == kBarging ? u_.barging.waiting()
-                               : u_.faa.waiting();
+                               : u_.faa.queued();
   }
-  std::ptrdiff_t lobby() const noexcept { return kind_ == kTwa ? u_.twa.lobby() : 0; }
+  std::ptrdiff_t lobby() const noexcept {
+    return kind_ == kTwa ? u_.twa.lobby() : kind_ == kFaa ? u_.faa.lobby() : 0;
+  }
 
  private:
   enum kind : unsigned char { kTwa, kBarging, kFaa };
@@ -364,8 +378,8 @@ class semaphore_core {
     constexpr storage(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode) {
       if (mode == admission::barging) {
         std::construct_at(&barging, desired, max);
-      } else if (mode == admission::faa) {
-        std::construct_at(&faa, desired, max);
+      } else if (mode == admission::faa || mode == admission::faa_restricted) {
+        std::construct_at(&faa, desired, max, mode == admission::faa_restricted);
       } else {
         std::construct_at(&twa, desired, max, mode);
       }

@@ -15,11 +15,19 @@
 //   try_acquire: CAS permits_ down while positive (never queues, never barges
 //             past a waiter: a waiter exists only while permits_ <= 0).
 //
-// Admission: strict FIFO — the k-th acquirer that found no permit is the k-th
-// one a release hands a permit to (cells in fetch-and-add order); no lock on
-// any path. A timed-out acquirer leaves its cell cancelled and its decrement
-// behind; the next release pays for both (simple cancellation; why in
-// sync/segment_queue.cpp).
+// Admission (admission::faa): strict FIFO — the k-th acquirer that found no
+// permit is the k-th one a release hands a permit to (cells in fetch-and-add
+// order); no lock on any path. A timed-out acquirer leaves its cell cancelled
+// and its decrement behind; the next release pays for both (simple
+// cancellation; why in sync/segment_queue.cpp).
+//
+// admission::faa_restricted puts a lobby in front (concurrency restriction, as
+// the TWA semaphore's admission::restricted): an acquirer that finds a waiter
+// already counted below zero (permits_ < 0) takes no decrement; it parks in a
+// FIFO lobby under a lock. The lobby's oldest is called in whenever a permit
+// is free (by release, by whoever joins, by whoever enters), and forced in
+// after a fairness interval as the lobby's oldest. The queue's paths take no
+// lock; only lobby members do. How and why: sync/faa_semaphore.cpp.
 #pragma once
 
 #include <atomic>
@@ -28,20 +36,27 @@
 #include <cstdint>
 
 #include "tessera/detail/deadline.h"
+#include "tessera/detail/park_list.h"
 #include "tessera/detail/segment_queue.h"
+#include "tessera/detail/spin_lock.h"
 
 namespace tessera::detail {
 
 class faa_semaphore {
  public:
-  /// Throws std::invalid_argument unless 0 <= desired <= max.
-  faa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max);
+  /// Throws std::invalid_argument unless 0 <= desired <= max. `restricted`:
+  /// admission::faa_restricted (a lobby in front of the queue).
+  faa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, bool restricted = false);
   ~faa_semaphore();
   faa_semaphore(const faa_semaphore&) = delete;
   faa_semaphore& operator=(const faa_semaphore&) = delete;
 
   void acquire() {
-    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return;
+    if (restricted_ && permits_.load(std::memory_order_relaxed) < 0) [[unlikely]] {
+      (void)enter_via_lobby({});
+      return;
+    }
+    if (permits_.fetch_sub(1, std::memory_order_seq_cst) > 0) return;
     (void)q_.suspend({}, "counting_semaphore", this);
   }
   bool try_acquire() noexcept {
@@ -52,7 +67,10 @@ class faa_semaphore {
     return false;
   }
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return true;
+    if (restricted_ && permits_.load(std::memory_order_relaxed) < 0) [[unlikely]] {
+      return enter_via_lobby(deadline);
+    }
+    if (permits_.fetch_sub(1, std::memory_order_seq_cst) > 0) return true;
     return q_.suspend(deadline, "counting_semaphore", this) != 0;
   }
   void release(std::ptrdiff_t update, std::ptrdiff_t max);
@@ -61,12 +79,30 @@ class faa_semaphore {
     const std::int64_t p = permits_.load(std::memory_order_relaxed);
     return p > 0 ? static_cast<std::ptrdiff_t>(p) : 0;
   }
-  std::ptrdiff_t waiting() const noexcept { return q_.parked(); }
+  std::ptrdiff_t waiting() const noexcept { return q_.parked() + lobby(); }
+  std::ptrdiff_t queued() const noexcept { return q_.parked(); }
+  std::ptrdiff_t lobby() const noexcept { return lobby_.load(std::memory_order_relaxed); }
   std::size_t live_segments() const noexcept { return q_.live_segments(); }
 
  private:
+  enum class lobby_exit { admitted, forced, timed_out };
+  bool enter_via_lobby(deadline d);
+  // Parks in the lobby until called in, forced in (`taken`: the decrement it
+  // took under the lobby lock) or timed out.
+  lobby_exit lobby_wait(deadline d, std::int64_t& taken);
+  void admit_from_lobby() noexcept;
+  void leave_lobby(park_node& n) noexcept;
+
   alignas(64) std::atomic<std::int64_t> permits_;
   segment_queue q_;
+  const bool restricted_;
+  // Callers in the lobby, changed under lobby_lock_.
+  std::atomic<std::uint32_t> lobby_{0};
+  // Members called in for a free permit that have not taken their decrement
+  // yet: changed under lobby_lock_ (+) and by the member itself (-).
+  std::atomic<std::int64_t> entering_{0};
+  alignas(64) spin_lock lobby_lock_;
+  park_list lobby_list_;  // guarded by lobby_lock_
 };
 
 }  // namespace tessera::detail

@@ -99,6 +99,8 @@ class segment_queue {
 
   /// Waiters parked right now (racy snapshot).
   std::ptrdiff_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
+  /// Cells resume() has reached so far: monotonic, a progress hint (relaxed).
+  std::uint64_t resumes() const noexcept { return deq_.load(std::memory_order_relaxed); }
   /// Segments allocated and not reclaimed (for tests of the reclamation).
   std::size_t live_segments() const noexcept { return cells_.live_segments(); }
 
