@@ -13,7 +13,8 @@
 //   yield        two fibers yielding to each other, 1 worker, per yield
 //   semabench-F  F fibers on 2 workers contending one lock (the paper's loop,
 //                Dice & Kogan §3): tessera::counting_semaphore (restricted admission,
-//                the default, admission::barging and admission::faa) and tessera::mutex
+//                the default, admission::barging, admission::faa and
+//                admission::faa_restricted) and tessera::mutex
 //                (barging, eventually fair) vs boost::fibers::mutex, iterations/s
 //                and F=2 beside a third fiber that only yields, tessera::mutex
 //   latency      the same loop with tessera::mutex and boost::fibers::mutex,
@@ -329,6 +330,11 @@ struct tessera_faa_lock {
   void acquire() { s.acquire(); }
   void release() { s.release(); }
 };
+struct tessera_faa_restricted_lock {
+  tessera::counting_semaphore<> s{1, tessera::admission::faa_restricted};
+  void acquire() { s.acquire(); }
+  void release() { s.release(); }
+};
 struct tessera_mutex_lock {
   tessera::mutex m;
   void acquire() { m.lock(); }
@@ -582,12 +588,13 @@ int main(int argc, char** argv) {
     tessera::runtime rt({.workers = 2});
     for (int f : fiber_counts) {
       bar.step(fmt("semabench F=%d", f));
-      const auto [t, b, tm, tb, tf] = interleaved_medians(
+      const auto [t, b, tm, tb, tf, tfr] = interleaved_medians(
           runs, [&] { return tessera_semabench<tessera_lock>(rt, f, seconds); },
           [&] { return boost_semabench(f, seconds); },
           [&] { return tessera_semabench<tessera_mutex_lock>(rt, f, seconds); },
           [&] { return tessera_semabench<tessera_barging_lock>(rt, f, seconds); },
-          [&] { return tessera_semabench<tessera_faa_lock>(rt, f, seconds); });
+          [&] { return tessera_semabench<tessera_faa_lock>(rt, f, seconds); },
+          [&] { return tessera_semabench<tessera_faa_restricted_lock>(rt, f, seconds); });
       rows.push_back(
           {"semabench F=" + std::to_string(f) + ", 2w", "iter/s", t, b, false,
            " (tessera::counting_semaphore, restricted admission, vs Boost fibers::mutex)"});
@@ -596,6 +603,9 @@ int main(int argc, char** argv) {
            " (tessera::counting_semaphore, admission::barging, vs Boost fibers::mutex)"});
       rows.push_back({"  faa F=" + std::to_string(f) + ", 2w", "iter/s", tf, b, false,
                       " (tessera::counting_semaphore, admission::faa, vs Boost fibers::mutex)"});
+      rows.push_back(
+          {"  faa_restricted F=" + std::to_string(f) + ", 2w", "iter/s", tfr, b, false,
+           " (tessera::counting_semaphore, admission::faa_restricted, vs Boost fibers::mutex)"});
       rows.push_back({"  mutex F=" + std::to_string(f) + ", 2w", "iter/s", tm, b, false,
                       " (tessera::mutex vs Boost fibers::mutex)"});
     }

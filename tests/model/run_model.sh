@@ -12,6 +12,9 @@
 #   tests/model/run_model.sh lobby                # lobby.pml: the TWA semaphore's concurrency
 #                                                 # restriction; 2 configurations, 3 mutations (~50 s; ctest)
 #   tests/model/run_model.sh lobby --deep         # adds 4 acquirers and 2 permits (~6 min)
+#   tests/model/run_model.sh faa_lobby            # faa_lobby.pml: admission::faa_restricted's lobby
+#                                                 # in front of the FAA queue; 3 configurations,
+#                                                 # 3 mutations (~15 s; ctest; --deep: 2 more, 3 min)
 #   tests/model/run_model.sh mutex                # mutex.pml: the WOKEN token, hand-off,
 #                                                 # timeouts; 2 configurations, 3 mutations (~20 s; ctest)
 #   tests/model/run_model.sh barging_semaphore    # barging_semaphore.pml: counting_semaphore's
@@ -160,6 +163,28 @@ if [ "$model" = "lobby" ]; then
     # 28 and 12 minutes, without an error and without finishing.)
   fi
   echo "lobby model: never more holders than permits, no lost wake-up, lobby order kept, nothing left behind"
+  exit 0
+fi
+if [ "$model" = "faa_lobby" ]; then
+  # admission::faa_restricted: the lobby in front of the FAA semaphore's
+  # queue. One permit, three acquirers: one holds, one queues, one waits in
+  # the lobby. Without timers only a call-in gets a member out, so these
+  # configurations are the check that none is lost.
+  run "3 acquirers, 2 rounds each (1e7 states)" pass -DNP=3 -DR=2
+  run "fairness timer and a deadline in the lobby (6e4 states)" pass -DNP=3 -DR=1 -DTIMER -DDEADLINE
+  run "2 permits, timer and deadline (1e4 states)" pass -DNP=3 -DR=1 -DINIT=2 -DTIMER -DDEADLINE
+  run "mutation: the joiner does not look for a free permit" fail -DNP=3 -DR=1 -DJOIN_SKIPS_ADMIT
+  run "mutation: a release that frees a permit skips the lobby" fail -DNP=3 -DR=1 \
+      -DRELEASE_SKIPS_LOBBY
+  # Lobby order needs two members in the lobby, so four acquirers (1e6 states).
+  run "mutation: a forced member decrements after unlocking" fail -DNP=4 -DR=1 -DTIMER \
+      -DFORCED_DEC_AFTER_UNLOCK
+  if [ "${2:-}" = "--deep" ]; then
+    run "4 acquirers, timers and a deadline (4.7e7 states, 1 min)" pass -DNP=4 -DR=1 -DTIMER -DDEADLINE
+    run "3 acquirers, 2 rounds, timers and a deadline (5.7e7 states, 2 min)" pass -DNP=3 -DR=2 \
+        -DTIMER -DDEADLINE
+  fi
+  echo "faa_lobby model: never more holders than permits, no lost call-in, lobby order kept, nothing left behind"
   exit 0
 fi
 if [ "$model" = "mutex" ]; then
