@@ -393,8 +393,9 @@ class semaphore_core {
 
 }  // namespace detail
 
-/// A counting semaphore with FIFO admission (the TWA semaphore) or, chosen at
-/// construction, barging admission; API of std::counting_semaphore.
+/// A counting semaphore with FIFO admission (the TWA semaphore or the FAA
+/// semaphore, each with or without a lobby) or barging admission, chosen at
+/// construction; API of std::counting_semaphore.
 /// `LeastMaxValue`: the largest count it must hold.
 template <std::ptrdiff_t LeastMaxValue = std::numeric_limits<std::ptrdiff_t>::max()>
 class counting_semaphore {
@@ -404,9 +405,8 @@ class counting_semaphore {
   /// The largest count the semaphore holds: exactly LeastMaxValue.
   static constexpr std::ptrdiff_t max() noexcept { return LeastMaxValue; }
 
-  /// Starts with `desired` free permits; `mode` chooses strict FIFO, the
-  /// concurrency-restricted admission described above (the default), or
-  /// barging (a Tessera extension). Throws std::invalid_argument unless
+  /// Starts with `desired` free permits; `mode` chooses the admission
+  /// described above (default: restricted; the others are Tessera extensions). Throws std::invalid_argument unless
   /// 0 <= desired <= max() (and, for barging, <= 2^62-1).
   /// constexpr, as std::counting_semaphore's: `constinit` globals work.
   constexpr explicit counting_semaphore(std::ptrdiff_t desired,
