@@ -50,7 +50,7 @@ faa_semaphore::faa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, bool re
 
 faa_semaphore::~faa_semaphore() {
 #if TESSERA_CHECKS
-  if (q_.parked() != 0 || lobby_.load() != 0) destroyed_with_waiters();
+  if (q_.parked() != 0 || lobby_.size() != 0) destroyed_with_waiters();
 #endif
 }
 
@@ -81,121 +81,34 @@ void faa_semaphore::release(std::ptrdiff_t update, std::ptrdiff_t max) {
   }
   // Dekker pair with lobby_wait(): "RMW permits_; LD lobby_" here against
   // "RMW lobby_; LD permits_" there. A permit is free: call the lobby in.
-  if (freed && restricted_ && lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+  if (freed && restricted_ && lobby_.size() != 0) admit_from_lobby();
 }
 
 bool faa_semaphore::enter_via_lobby(deadline d) {
+  // Dekker pair with release(): "RMW lobby count; LD permits_" (in admit)
+  // here against "RMW permits_; LD lobby count" there.
   std::int64_t p = 0;
-  const lobby_exit how = lobby_wait(d, p);
-  if (how == lobby_exit::timed_out) return try_acquire();  // no decrement held: just leave
-  if (how == lobby_exit::admitted) {
+  const admission_lobby::exit how = lobby_.wait(
+      d, kLobbyFairnessThread, "counting_semaphore", this,
+      [this] { return permits_.load(std::memory_order_seq_cst); }, [this] { return q_.resumes(); },
+      // A forced member decrements before the lobby's lock is let go: once it
+      // is off the list, a release may call the next member in, which must
+      // find this decrement already taken.
+      [this, &p] { p = permits_.fetch_sub(1, std::memory_order_seq_cst); });
+  if (how == admission_lobby::exit::timed_out) return try_acquire();  // no decrement held
+  if (how == admission_lobby::exit::admitted) {
     p = permits_.fetch_sub(1, std::memory_order_seq_cst);
     // Our permit is now counted by our decrement, no longer as "entering". An
     // admitter that saw both counts undercounted the free permits: look again.
-    entering_.fetch_sub(1, std::memory_order_seq_cst);
+    lobby_.entered();
   }
-  if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+  if (lobby_.size() != 0) admit_from_lobby();
   if (p > 0) return true;
   return q_.suspend(d, "counting_semaphore", this) != 0;
 }
 
-faa_semaphore::lobby_exit faa_semaphore::lobby_wait(deadline d, std::int64_t& taken) {
-  const wait_scope scope("counting_semaphore", this);
-  using clock = std::chrono::steady_clock;
-  park_node n;
-  n.who = self();
-  lobby_lock_.lock();
-  lobby_list_.push_back(n);
-  lobby_.fetch_add(1, std::memory_order_seq_cst);  // Dekker pair with release()
-  lobby_lock_.unlock();
-  admit_from_lobby();
-
-  const clock::duration fairness = fairness_interval(*n.who, kLobbyFairnessThread);
-  bool head = false;
-  clock::time_point head_since{};
-  std::uint64_t resumes_then = 0;
-  for (;;) {
-    if (n.mark.load(std::memory_order_acquire) != park_mark::none) return lobby_exit::admitted;
-    // Only the oldest member keeps a fairness timer; whoever takes the oldest
-    // out unparks the next, which starts its own (front() is a lock-free hint).
-    if (!head && lobby_list_.front() == &n) {
-      head = true;
-      head_since = clock::now();
-      resumes_then = q_.resumes();
-    }
-    const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
-    const clock::time_point wake_at = d.earlier(forced_at).value_or_max();
-    if (wake_at == clock::time_point::max()) {
-      park();
-      continue;
-    }
-    if (park_until(wake_at)) continue;
-    const auto now = clock::now();
-    const bool expired = d.passed(now);
-    if (!expired && now < forced_at) continue;
-    if (!expired && q_.resumes() == resumes_then) {
-      // Oldest for `fairness`, and no queued waiter was served meanwhile:
-      // nobody passed us (the holders just hold), so stay and look again.
-      head_since = now;
-      continue;
-    }
-    lobby_lock_.lock();
-    if (n.mark.load(std::memory_order_acquire) != park_mark::none) {  // called in meanwhile
-      lobby_lock_.unlock();
-      return lobby_exit::admitted;
-    }
-    if (!expired && entering_.load(std::memory_order_seq_cst) != 0) {
-      // Older members, called in for free permits, are on their way to their
-      // decrements: a decrement taken now would pass them.
-      lobby_lock_.unlock();
-      head_since = now;
-      resumes_then = q_.resumes();
-      continue;
-    }
-    const bool was_front = lobby_list_.front() == &n;
-    leave_lobby(n);
-    // A forced member decrements before it lets go of the lock: once it is off
-    // the list, a release may call the next member in, which must find this
-    // decrement already taken.
-    if (!expired) taken = permits_.fetch_sub(1, std::memory_order_seq_cst);
-    const park_node* next = was_front ? lobby_list_.front() : nullptr;
-    waiter* next_who = next != nullptr ? next->who : nullptr;
-    lobby_lock_.unlock();
-    if (next_who != nullptr) unpark(next_who);  // starts its fairness timer
-    return expired ? lobby_exit::timed_out : lobby_exit::forced;
-  }
-}
-
-void faa_semaphore::leave_lobby(park_node& n) noexcept {
-  lobby_list_.unlink(n);
-  lobby_.fetch_sub(1, std::memory_order_seq_cst);
-}
-
 void faa_semaphore::admit_from_lobby() noexcept {
-  // Calls in as many of the oldest as there are free permits not yet promised
-  // to a member on its way in, in batches so that the unparks run outside the
-  // lock.
-  constexpr int kBatch = 16;
-  for (;;) {
-    waiter* called[kBatch];
-    int k = 0;
-    lobby_lock_.lock();
-    const std::int64_t free =
-        permits_.load(std::memory_order_seq_cst) - entering_.load(std::memory_order_seq_cst);
-    while (k < kBatch && k < free) {
-      park_node* oldest = lobby_list_.front();
-      if (oldest == nullptr) break;
-      leave_lobby(*oldest);
-      entering_.fetch_add(1, std::memory_order_seq_cst);
-      called[k++] = park_list::mark(*oldest, park_mark::woken);
-    }
-    const park_node* next = k > 0 ? lobby_list_.front() : nullptr;  // the new oldest
-    waiter* next_who = next != nullptr ? next->who : nullptr;
-    lobby_lock_.unlock();
-    for (int i = 0; i < k; ++i) unpark(called[i]);
-    if (next_who != nullptr) unpark(next_who);  // starts its fairness timer
-    if (k < kBatch || next_who == nullptr) return;
-  }
+  lobby_.admit([this] { return permits_.load(std::memory_order_seq_cst); });
 }
 
 }  // namespace tessera::detail

@@ -117,7 +117,7 @@ constexpr std::chrono::microseconds kLobbyFairnessThread{1000};
 twa_semaphore::~twa_semaphore() {
 #if TESSERA_CHECKS
   const auto queued = static_cast<std::int64_t>(ticket_.load() - grant_.load());
-  if (queued > static_cast<std::int64_t>(cancelled_.load()) || lobby_.load() != 0) {
+  if (queued > static_cast<std::int64_t>(cancelled_.load()) || lobby_.size() != 0) {
     destroyed_with_waiters();
   }
 #endif
@@ -255,128 +255,48 @@ void twa_semaphore::after_release(std::uint64_t old_grant, std::uint64_t n, std:
   if (cancelled_.load(std::memory_order_seq_cst) != 0) forward_cancelled();
   // release(n) admitted fewer tickets than n, or forwarded permits past
   // cancelled tickets to nobody: the rest are free, call the lobby in.
-  if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+  if (lobby_.size() != 0) admit_from_lobby();
 }
 
 twa_semaphore::lobby_leave twa_semaphore::lobby_wait(detail::deadline deadline) {
-  const wait_scope scope("counting_semaphore", this);
-  using clock = std::chrono::steady_clock;
-  park_node n;
-  n.who = self();
-  lobby_lock_.lock();
-  lobby_list_.push_back(n);
-  // Dekker pair with release(): "RMW lobby_; LD grant" (the grant is read in
-  // admit_from_lobby) here against "RMW grant; LD lobby_" there, all seq_cst. A
-  // release that read 0 and skipped the lobby left a permit we see here.
-  lobby_.fetch_add(1, std::memory_order_seq_cst);
-  lobby_lock_.unlock();
-  admit_from_lobby();
-
-  const clock::duration fairness = fairness_interval(*n.who, kLobbyFairnessThread);
-  bool head = false;
-  clock::time_point head_since{};
-  std::uint64_t grant_then = 0;
-  for (;;) {
-    if (n.mark.load(std::memory_order_acquire) != park_mark::none) {
-      return {lobby_exit::admitted, 0};
-    }
-    // Only the oldest member keeps a fairness timer; whoever takes the oldest
-    // out unparks the next, which starts its own (front() is a lock-free hint).
-    if (!head && lobby_list_.front() == &n) {
-      head = true;
-      head_since = clock::now();
-      grant_then = grant_.load(std::memory_order_relaxed);
-    }
-    const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
-    const clock::time_point wake_at = deadline.earlier(forced_at).value_or_max();
-    if (wake_at == clock::time_point::max()) {
-      park();
-      continue;
-    }
-    if (park_until(wake_at)) continue;
-    const auto now = clock::now();
-    const bool expired = deadline.passed(now);
-    if (!expired && now < forced_at) continue;
-    if (!expired) {
-      // Oldest for `fairness`. If the grant has not moved, nobody passed us (the
-      // holders just hold): a ticket would buy nothing, so stay and look again.
-      const std::uint64_t g = grant_.load(std::memory_order_relaxed);
-      if (g == grant_then) {
-        head_since = now;
-        continue;
-      }
-    }
-    // Leave the lobby: the deadline passed, or the queue moved on without us
-    // for `fairness` while we were oldest.
-    lobby_lock_.lock();
-    if (n.mark.load(std::memory_order_acquire) != park_mark::none) {  // admitted meanwhile
-      lobby_lock_.unlock();
-      return {lobby_exit::admitted, 0};
-    }
-    if (!expired && entering_.load(std::memory_order_seq_cst) != 0) {
-      // Older members, called in for free permits, are on their way to their
-      // tickets: the lobby is moving, and a ticket taken now would pass them.
-      lobby_lock_.unlock();
-      head_since = now;
-      grant_then = grant_.load(std::memory_order_relaxed);
-      continue;
-    }
-    const bool was_front = lobby_list_.front() == &n;
-    leave_lobby(n);
-    // A forced member takes its ticket before it lets go of the lock: once it
-    // is off the list, a release may call the next member in, and that one
-    // must find this ticket already taken (lobby order; CI caught admission
-    // order 0,1,3,2 when the ticket was taken after the unlock).
-    const std::uint64_t t = expired ? 0 : ticket_.fetch_add(1, std::memory_order_seq_cst);
-    waiter* next_who = was_front ? lobby_oldest() : nullptr;
-    lobby_lock_.unlock();
-    if (next_who != nullptr) unpark(next_who);
-    return {expired ? lobby_exit::timed_out : lobby_exit::forced, t};
-  }
+  // Dekker pair with release(): "RMW lobby count; LD grant" (the grant is read
+  // in admit) here against "RMW grant; LD lobby count" there, all seq_cst. A
+  // release that read 0 and skipped the lobby left a permit admit sees.
+  std::uint64_t t = 0;
+  const admission_lobby::exit how = lobby_.wait(
+      deadline, kLobbyFairnessThread, "counting_semaphore", this, [this] { return free_permits(); },
+      [this] { return grant_.load(std::memory_order_relaxed); },
+      // A forced member takes its ticket before the lobby's lock is let go:
+      // once it is off the list, a release may call the next member in, and
+      // that one must find this ticket already taken (lobby order; CI caught
+      // admission order 0,1,3,2 when the ticket was taken after the unlock).
+      [this, &t] { t = ticket_.fetch_add(1, std::memory_order_seq_cst); });
+  return {how, t};
 }
 
 bool twa_semaphore::enter_from_lobby(lobby_leave left, detail::deadline deadline) {
   // A forced member took its ticket in lobby_wait(), under the lobby lock.
-  const std::uint64_t t = left.how == lobby_exit::forced
+  const std::uint64_t t = left.how == admission_lobby::exit::forced
                               ? left.ticket
                               : ticket_.fetch_add(1, std::memory_order_seq_cst);
   // An admitted member's permit is now counted by its ticket, no longer as
   // "entering". An admitter that saw both counts undercounted the free
   // permits: look again. (A forced entry was never counted.)
-  if (left.how == lobby_exit::admitted) entering_.fetch_sub(1, std::memory_order_seq_cst);
-  if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+  if (left.how == admission_lobby::exit::admitted) lobby_.entered();
+  if (lobby_.size() != 0) admit_from_lobby();
   if (admitted(t)) return true;
   return wait(t, deadline);
 }
 
+std::int64_t twa_semaphore::free_permits() const noexcept {
+  return static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
+                                   ticket_.load(std::memory_order_seq_cst));
+}
+
 void twa_semaphore::admit_from_lobby() noexcept {
-  // Calls in as many of the oldest as there are free permits (a release(n)
-  // admits n at once, rather than each admitted caller calling in the next), in
-  // batches so that the unparks run outside the lock.
-  constexpr int kBatch = 16;
-  for (;;) {
-    waiter* admitted[kBatch];
-    int k = 0;
-    lobby_lock_.lock();
-    // Free permits not yet promised to a member that is on its way in: the
-    // members admitted before (by any call) count until they take a ticket,
-    // so lobby order is kept (a later member never takes an earlier's permit).
-    const std::int64_t free = static_cast<std::int64_t>(grant_.load(std::memory_order_seq_cst) -
-                                                        ticket_.load(std::memory_order_seq_cst)) -
-                              entering_.load(std::memory_order_seq_cst);
-    while (k < kBatch && k < free) {
-      park_node* oldest = lobby_list_.front();
-      if (oldest == nullptr) break;
-      leave_lobby(*oldest);
-      entering_.fetch_add(1, std::memory_order_seq_cst);
-      admitted[k++] = park_list::mark(*oldest, park_mark::woken);
-    }
-    waiter* next_who = k > 0 ? lobby_oldest() : nullptr;  // the new oldest
-    lobby_lock_.unlock();
-    for (int i = 0; i < k; ++i) unpark(admitted[i]);
-    if (next_who != nullptr) unpark(next_who);  // starts its fairness timer
-    if (k < kBatch || next_who == nullptr) return;
-  }
+  // Members admitted before (by any call) count until they take a ticket, so
+  // lobby order is kept (a later member never takes an earlier's permit).
+  lobby_.admit([this] { return free_permits(); });
 }
 
 void twa_semaphore::forward_cancelled() {

@@ -67,6 +67,7 @@
 #include <tessera/detail/barging_semaphore.h>
 #include <tessera/detail/cpu.h>
 #include <tessera/detail/faa_semaphore.h>
+#include <tessera/detail/lobby.h>
 #include <tessera/detail/park_list.h>
 #include <tessera/detail/spin_lock.h>
 #include <tessera/wait_chain.h>
@@ -174,7 +175,7 @@ class twa_semaphore {
     if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
     if (crowded()) [[unlikely]] {
       const lobby_leave left = lobby_wait(deadline);
-      if (left.how == lobby_exit::timed_out) return try_acquire();  // no ticket held: just leave
+      if (left.how == admission_lobby::exit::timed_out) return try_acquire();  // no ticket held
       return enter_from_lobby(left, deadline);
     }
     const std::uint64_t t = ticket_.fetch_add(1, std::memory_order_seq_cst);
@@ -194,7 +195,7 @@ class twa_semaphore {
     if (static_cast<std::int64_t>(t - g) <= 0) {
       // Dekker pair with lobby_wait(): "RMW grant; LD lobby_" here against
       // "RMW lobby_; LD grant" there. A permit is free now: call the lobby in.
-      if (lobby_.load(std::memory_order_seq_cst) != 0) admit_from_lobby();
+      if (lobby_.size() != 0) admit_from_lobby();
       return;
     }
     after_release(g, n, t, max);
@@ -217,7 +218,7 @@ class twa_semaphore {
   }
 
   /// Callers waiting in the lobby, holding no ticket yet. A snapshot.
-  std::ptrdiff_t lobby() const noexcept { return lobby_.load(); }
+  std::ptrdiff_t lobby() const noexcept { return lobby_.size(); }
 
  private:
   /// Restricted admission and the queue already holds `window_` tickets or more:
@@ -254,29 +255,17 @@ class twa_semaphore {
   }
 
   bool wait(std::uint64_t t, detail::deadline deadline);
-  /// How a caller left the lobby: called in for a free permit (counted in
-  /// entering_ until it takes its ticket), forced in by the fairness timer
-  /// (it took its ticket under lobby_lock_, so no later member passes it), or
-  /// out of time (it takes no ticket).
-  enum class lobby_exit { admitted, forced, timed_out };
+  /// How a caller left the lobby (admission_lobby::exit), and the ticket a
+  /// forced member took under the lobby's lock (else unused).
   struct lobby_leave {
-    lobby_exit how;
-    std::uint64_t ticket;  // the ticket a forced member took; else unused
+    admission_lobby::exit how;
+    std::uint64_t ticket;
   };
   lobby_leave lobby_wait(detail::deadline deadline);
   bool enter_from_lobby(lobby_leave left, detail::deadline deadline);
   void admit_from_lobby() noexcept;
-  /// Under lobby_lock_: takes `n` off the lobby list and out of the count.
-  void leave_lobby(park_node& n) noexcept {
-    lobby_list_.unlink(n);
-    lobby_.fetch_sub(1, std::memory_order_seq_cst);
-  }
-  /// Under lobby_lock_: who is oldest in the lobby now (to unpark, so that it
-  /// starts its fairness timer), or null.
-  waiter* lobby_oldest() const noexcept {
-    const park_node* f = lobby_list_.front();
-    return f != nullptr ? f->who : nullptr;
-  }
+  // grant_ - ticket_ (seq_cst loads): permits free when positive.
+  std::int64_t free_permits() const noexcept;
   bool cancel(std::uint64_t t);
   void wake(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets) noexcept;
   void after_release(std::uint64_t old_grant, std::uint64_t n, std::uint64_t tickets,
@@ -295,16 +284,10 @@ class twa_semaphore {
   // release skips the near chains: no successor-of-successor poke, one chain
   // touched per admitted ticket, not two (fibers never wait long-term).
   std::atomic<std::uint32_t> long_term_{0};
-  // Callers in the lobby (restricted admission), changed under lobby_lock_.
-  std::atomic<std::uint32_t> lobby_{0};
   std::uint32_t window_;  // admission_window, or 0 for admission::fifo
-  // Lobby members called in (each for a free permit) that have not taken their
-  // ticket yet; changed under lobby_lock_ (+) and by the member itself (-).
-  std::atomic<std::int64_t> entering_{0};
   spin_lock cancel_lock_;
   std::vector<std::uint64_t> cancelled_list_;  // guarded by cancel_lock_
-  alignas(64) spin_lock lobby_lock_;
-  park_list lobby_list_;  // guarded by lobby_lock_
+  admission_lobby lobby_;                      // restricted admission's callers without a ticket
 };
 
 /// The core a counting_semaphore runs on: the TWA semaphore (admission::fifo,

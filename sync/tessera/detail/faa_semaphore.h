@@ -36,9 +36,8 @@
 #include <cstdint>
 
 #include "tessera/detail/deadline.h"
-#include "tessera/detail/park_list.h"
+#include "tessera/detail/lobby.h"
 #include "tessera/detail/segment_queue.h"
-#include "tessera/detail/spin_lock.h"
 
 namespace tessera::detail {
 
@@ -81,28 +80,17 @@ class faa_semaphore {
   }
   std::ptrdiff_t waiting() const noexcept { return q_.parked() + lobby(); }
   std::ptrdiff_t queued() const noexcept { return q_.parked(); }
-  std::ptrdiff_t lobby() const noexcept { return lobby_.load(std::memory_order_relaxed); }
+  std::ptrdiff_t lobby() const noexcept { return lobby_.size(); }
   std::size_t live_segments() const noexcept { return q_.live_segments(); }
 
  private:
-  enum class lobby_exit { admitted, forced, timed_out };
   bool enter_via_lobby(deadline d);
-  // Parks in the lobby until called in, forced in (`taken`: the decrement it
-  // took under the lobby lock) or timed out.
-  lobby_exit lobby_wait(deadline d, std::int64_t& taken);
   void admit_from_lobby() noexcept;
-  void leave_lobby(park_node& n) noexcept;
 
   alignas(64) std::atomic<std::int64_t> permits_;
   segment_queue q_;
   const bool restricted_;
-  // Callers in the lobby, changed under lobby_lock_.
-  std::atomic<std::uint32_t> lobby_{0};
-  // Members called in for a free permit that have not taken their decrement
-  // yet: changed under lobby_lock_ (+) and by the member itself (-).
-  std::atomic<std::int64_t> entering_{0};
-  alignas(64) spin_lock lobby_lock_;
-  park_list lobby_list_;  // guarded by lobby_lock_
+  admission_lobby lobby_;  // faa_restricted's callers that took no decrement
 };
 
 }  // namespace tessera::detail
