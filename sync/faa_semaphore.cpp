@@ -7,16 +7,17 @@
 //   restricted admission (sync/semaphore.cpp, after Dice's Malthusian locks)
 //   keeps the queue short instead, and so does this one:
 //   - An acquirer that finds permits_ < 0 (a waiter already counted beyond
-//     the permits) takes no decrement: it parks in a FIFO lobby, a park_list
-//     under lobby_lock_. So a small set circulates through the fetch-and-add
-//     at full speed (one holder, one waiter next in line) and the rest sleep.
+//     the permits) takes no decrement: it parks in the lobby (the TWA
+//     semaphore's, tessera/detail/lobby.h: a FIFO under a spin lock). So a
+//     small set circulates through the fetch-and-add at full speed (one
+//     holder, one waiter next in line) and the rest sleep.
 //   - Whenever a permit is free while the lobby is occupied, the lobby's
 //     oldest is called in: by release() after its increment, by a joiner
 //     after it joins, by an entering member after its decrement. Each pair is
-//     a Dekker pair of seq_cst operations ("RMW permits_; LD lobby_" against
-//     "RMW lobby_; LD permits_"), so no call-in is lost. Members called in
-//     and not yet decremented count in entering_, and admit_from_lobby()
-//     calls in only for permits beyond them (lobby order).
+//     a Dekker pair of seq_cst operations ("RMW permits_; LD the lobby's
+//     count" against "RMW the lobby's count; LD permits_"), so no call-in is
+//     lost. Members called in and not yet decremented count as entering, and
+//     the lobby calls in only for permits beyond them (lobby order).
 //   - Long-term fairness: the lobby's oldest takes its decrement anyway once
 //     it has been oldest for a fairness interval (1 ms for a thread,
 //     kFiberHandoffInterval for a fiber) in which the queue served somebody,

@@ -55,7 +55,7 @@ class faa_semaphore {
       (void)enter_via_lobby({});
       return;
     }
-    if (permits_.fetch_sub(1, std::memory_order_seq_cst) > 0) return;
+    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return;
     (void)q_.suspend({}, "counting_semaphore", this);
   }
   bool try_acquire() noexcept {
@@ -69,7 +69,7 @@ class faa_semaphore {
     if (restricted_ && permits_.load(std::memory_order_relaxed) < 0) [[unlikely]] {
       return enter_via_lobby(deadline);
     }
-    if (permits_.fetch_sub(1, std::memory_order_seq_cst) > 0) return true;
+    if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return true;
     return q_.suspend(deadline, "counting_semaphore", this) != 0;
   }
   void release(std::ptrdiff_t update, std::ptrdiff_t max);
