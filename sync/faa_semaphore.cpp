@@ -55,16 +55,15 @@ faa_semaphore::~faa_semaphore() {
 #endif
 }
 
-void faa_semaphore::release(std::ptrdiff_t update, std::ptrdiff_t max) {
-  if (update < 0 || update > max) [[unlikely]]
-    throw_bad_update(update, max);
-  if (update == 0) return;
-  // The check against max() is best effort under racing releases, as the
-  // other cores' (contract: "a racing overshoot" is misuse).
-  const std::int64_t before = permits_.load(std::memory_order_relaxed);
-  if (before > 0 && before > max - update) [[unlikely]]
-    throw_past_max(static_cast<std::uint64_t>(update), before, max, "");
-  const std::int64_t p = permits_.fetch_add(update, std::memory_order_seq_cst);
+void faa_semaphore::bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const {
+  throw_bad_update(update, max);
+}
+
+void faa_semaphore::past_max(std::ptrdiff_t update, std::int64_t count, std::ptrdiff_t max) const {
+  throw_past_max(static_cast<std::uint64_t>(update), count, max, "");
+}
+
+void faa_semaphore::serve(std::int64_t p, std::ptrdiff_t update) {
   // Acquirers owed a permit: those the count shows below zero, up to `update`.
   std::int64_t owed = p < 0 ? std::min<std::int64_t>(update, -p) : 0;
   bool freed = owed < update;
@@ -80,8 +79,9 @@ void faa_semaphore::release(std::ptrdiff_t update, std::ptrdiff_t max) {
       freed = true;
     }
   }
-  // Dekker pair with lobby_wait(): "RMW permits_; LD lobby_" here against
-  // "RMW lobby_; LD permits_" there. A permit is free: call the lobby in.
+  // Dekker pair with a member joining the lobby: "RMW permits_ (in release()
+  // or above); LD the lobby's count" here against "RMW the lobby's count; LD
+  // permits_" there. A permit is free: call the lobby in.
   if (freed && restricted_ && lobby_.size() != 0) admit_from_lobby();
 }
 

@@ -72,7 +72,20 @@ class faa_semaphore {
     if (permits_.fetch_sub(1, std::memory_order_acquire) > 0) return true;
     return q_.suspend(deadline, "counting_semaphore", this) != 0;
   }
-  void release(std::ptrdiff_t update, std::ptrdiff_t max);
+  void release(std::ptrdiff_t update, std::ptrdiff_t max) {
+    if (update < 0 || update > max) [[unlikely]]
+      bad_update(update, max);
+    if (update == 0) return;
+    // The check against max() is best effort under racing releases, as the
+    // other cores' (contract: "a racing overshoot" is misuse).
+    const std::int64_t before = permits_.load(std::memory_order_relaxed);
+    if (before > 0 && before > max - update) [[unlikely]]
+      past_max(update, before, max);
+    const std::int64_t p = permits_.fetch_add(update, std::memory_order_seq_cst);
+    // Nobody owed a permit and (the Dekker pair with the lobby) nobody in it.
+    if (p >= 0 && (!restricted_ || lobby_.size() == 0)) return;
+    serve(p, update);
+  }
 
   std::ptrdiff_t available() const noexcept {
     const std::int64_t p = permits_.load(std::memory_order_relaxed);
@@ -84,6 +97,11 @@ class faa_semaphore {
   std::size_t live_segments() const noexcept { return q_.live_segments(); }
 
  private:
+  // release() after its increment, with `p` the count before it: resumes the
+  // acquirers owed a permit, then calls the lobby in for any permit left free.
+  void serve(std::int64_t p, std::ptrdiff_t update);
+  [[noreturn]] void bad_update(std::ptrdiff_t update, std::ptrdiff_t max) const;
+  [[noreturn]] void past_max(std::ptrdiff_t update, std::int64_t count, std::ptrdiff_t max) const;
   bool enter_via_lobby(deadline d);
   void admit_from_lobby() noexcept;
 
