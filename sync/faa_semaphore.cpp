@@ -38,13 +38,6 @@
 
 namespace tessera::detail {
 
-namespace {
-// How long the lobby's oldest thread waits before it takes its decrement even
-// though a waiter is queued (as the TWA semaphore's lobby: each forced entry
-// costs the circulating threads a futex wake).
-constexpr std::chrono::microseconds kLobbyFairnessThread{1000};
-}  // namespace
-
 faa_semaphore::faa_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max, bool restricted)
     : permits_(static_cast<std::int64_t>(checked_initial(desired, max, max, ""))),
       restricted_(restricted) {}
@@ -90,20 +83,17 @@ bool faa_semaphore::enter_via_lobby(deadline d) {
   // here against "RMW permits_; LD lobby count" there.
   std::int64_t p = 0;
   const admission_lobby::exit how = lobby_.wait(
-      d, kLobbyFairnessThread, "counting_semaphore", this,
-      [this] { return permits_.load(std::memory_order_seq_cst); }, [this] { return q_.resumes(); },
+      d, "counting_semaphore", this, [this] { return permits_.load(std::memory_order_seq_cst); },
+      [this] { return q_.resumes(); },
       // A forced member decrements before the lobby's lock is let go: once it
       // is off the list, a release may call the next member in, which must
       // find this decrement already taken.
       [this, &p] { p = permits_.fetch_sub(1, std::memory_order_seq_cst); });
   if (how == admission_lobby::exit::timed_out) return try_acquire();  // no decrement held
-  if (how == admission_lobby::exit::admitted) {
-    p = permits_.fetch_sub(1, std::memory_order_seq_cst);
-    // Our permit is now counted by our decrement, no longer as "entering". An
-    // admitter that saw both counts undercounted the free permits: look again.
-    lobby_.entered();
-  }
-  if (lobby_.size() != 0) admit_from_lobby();
+  if (how == admission_lobby::exit::admitted) p = permits_.fetch_sub(1, std::memory_order_seq_cst);
+  // An admitted member's permit is now counted by its decrement, no longer as
+  // "entering" (a forced entry was never counted).
+  lobby_.entered(how, [this] { return permits_.load(std::memory_order_seq_cst); });
   if (p > 0) return true;
   return q_.suspend(d, "counting_semaphore", this) != 0;
 }

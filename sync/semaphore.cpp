@@ -40,7 +40,7 @@
 //     member is woken to take a ticket (checked by every release, by whoever
 //     joins the lobby, and by whoever leaves it: no wake-up is lost).
 //   - Long-term fairness: the lobby's oldest member takes a ticket anyway once
-//     it has been oldest for a fairness interval (kLobbyFairnessThread, 1 ms,
+//     it has been oldest for a fairness interval (admission_lobby::kThreadFairness, 1 ms,
 //     for a thread; kFiberHandoffInterval, 40 µs, for a fiber) while the
 //     grant moved, so a circulating set cannot shut it out. A lobby of L callers is therefore left
 //     within about L such intervals of progress. (While the grant stands still it stays: nobody
@@ -104,13 +104,6 @@ namespace {
 
 // Outcome of the short-term spin.
 enum class spin_result { admitted, exhausted, timed_out };
-
-// How long the lobby's oldest member waits before it takes a ticket even though
-// the queue is full (restricted admission's long-term fairness). A thread: 1 ms,
-// as the mutex's fair hand-off, since each forced entry costs the circulating
-// threads a futex wake and a context switch. A fiber: kFiberHandoffInterval
-// (fairness_interval()).
-constexpr std::chrono::microseconds kLobbyFairnessThread{1000};
 
 }  // namespace
 
@@ -264,7 +257,7 @@ twa_semaphore::lobby_leave twa_semaphore::lobby_wait(detail::deadline deadline) 
   // release that read 0 and skipped the lobby left a permit admit sees.
   std::uint64_t t = 0;
   const admission_lobby::exit how = lobby_.wait(
-      deadline, kLobbyFairnessThread, "counting_semaphore", this, [this] { return free_permits(); },
+      deadline, "counting_semaphore", this, [this] { return free_permits(); },
       [this] { return grant_.load(std::memory_order_relaxed); },
       // A forced member takes its ticket before the lobby's lock is let go:
       // once it is off the list, a release may call the next member in, and
@@ -280,10 +273,8 @@ bool twa_semaphore::enter_from_lobby(lobby_leave left, detail::deadline deadline
                               ? left.ticket
                               : ticket_.fetch_add(1, std::memory_order_seq_cst);
   // An admitted member's permit is now counted by its ticket, no longer as
-  // "entering". An admitter that saw both counts undercounted the free
-  // permits: look again. (A forced entry was never counted.)
-  if (left.how == admission_lobby::exit::admitted) lobby_.entered();
-  if (lobby_.size() != 0) admit_from_lobby();
+  // "entering" (a forced entry was never counted).
+  lobby_.entered(left.how, [this] { return free_permits(); });
   if (admitted(t)) return true;
   return wait(t, deadline);
 }

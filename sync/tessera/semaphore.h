@@ -11,7 +11,7 @@
 //                 one ticket already queued beyond the holders waits in a FIFO lobby
 //                 without one; the lobby's oldest is called in when a permit is
 //                 free, or forced in after a fairness interval of progress
-//                 without it (kLobbyFairnessThread, 1 ms, for a thread;
+//                 without it (admission_lobby::kThreadFairness, 1 ms, for a thread;
 //                 kFiberHandoffInterval, 40 µs, for a fiber). So a lobby of L
 //                 callers empties within about L such intervals.
 //     barging     no tickets (tessera/detail/barging_semaphore.h): a free permit
@@ -36,8 +36,7 @@
 //                 (fiber). FIFO within the queue and within the lobby; an
 //                 acquirer that finds no waiter queued passes the lobby.
 //   try_acquire never waits; under fifo/restricted/faa/faa_restricted it also
-//   never barges (it
-//   succeeds only if a permit is free and nobody is queued).
+//   never barges (it succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
 //   until return false only after the deadline (durations in any std::chrono
 //   unit; clocks other than steady_clock are converted once at the call). A

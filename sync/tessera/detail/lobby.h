@@ -39,9 +39,15 @@ class admission_lobby {
   /// LD the count" (admit).
   std::uint32_t size() const noexcept { return count_.load(std::memory_order_seq_cst); }
 
-  /// A member called in has taken its place in the queue: its permit no longer
-  /// counts as promised (then the owner calls admit() again if size() != 0).
-  void entered() noexcept { entering_.fetch_sub(1, std::memory_order_seq_cst); }
+  /// A member that left the lobby `how` (called in or forced) has taken its
+  /// place in the queue. Called in, its permit no longer counts as promised;
+  /// an admit() that saw both counts undercounted the free permits, so this
+  /// one looks again (and calls in for any permit still free).
+  template <class FreePermits>
+  void entered(exit how, FreePermits free_permits) noexcept {
+    if (how == exit::admitted) entering_.fetch_sub(1, std::memory_order_seq_cst);
+    if (size() != 0) admit(free_permits);
+  }
 
   /// Calls in as many of the oldest members as `free_permits()` (read under
   /// the lock, seq_cst) exceeds the permits promised to members on their way
@@ -70,18 +76,23 @@ class admission_lobby {
     }
   }
 
+  /// How long the oldest member waits before it is forced in, when it is an
+  /// OS thread: 1 ms, as the mutex's fair hand-off, since each forced entry
+  /// costs the circulating threads a futex wake and a context switch. A fiber
+  /// waits kFiberHandoffInterval (fairness_interval()).
+  static constexpr std::chrono::microseconds kThreadFairness{1000};
+
   /// Joins the lobby (then admit()s, for a permit freed before the join was
   /// seen) and parks until called in, forced in, or `d` passes. Only the
   /// oldest member keeps a timer: once it has been oldest for
-  /// fairness_interval(who, thread_fairness) and `progress()` (a monotonic
+  /// fairness_interval(who, kThreadFairness) and `progress()` (a monotonic
   /// count of hand-offs) moved meanwhile, it leaves, and `take_forced()` runs
   /// under the lock, so that no later member can take its place before it;
   /// not while older members called in are still entering. `kind`/`object`:
   /// the wait record.
   template <class FreePermits, class Progress, class TakeForced>
-  exit wait(deadline d, std::chrono::microseconds thread_fairness, const char* kind,
-            const void* object, FreePermits free_permits, Progress progress,
-            TakeForced take_forced) {
+  exit wait(deadline d, const char* kind, const void* object, FreePermits free_permits,
+            Progress progress, TakeForced take_forced) {
     const wait_scope scope(kind, object);
     using clock = std::chrono::steady_clock;
     park_node n;
@@ -92,7 +103,7 @@ class admission_lobby {
     lock_.unlock();
     admit(free_permits);
 
-    const clock::duration fairness = fairness_interval(*n.who, thread_fairness);
+    const clock::duration fairness = fairness_interval(*n.who, kThreadFairness);
     bool head = false;
     clock::time_point head_since{};
     std::uint64_t progress_then = 0;
