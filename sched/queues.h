@@ -44,6 +44,12 @@ class chase_lev_deque {
 
   /// Owner only: the newest item, or null.
   T* take() noexcept {
+    // Empty at a glance: only we push, and top_ only grows, so a top_ at or
+    // past our bottom_ stays so until our next push. Spares the fence when
+    // there is nothing to take (a yield, a park with an empty deque).
+    if (top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed)) {
+      return nullptr;
+    }
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     bottom_.store(b, std::memory_order_seq_cst);  // Dekker with steal(): store bottom, load top
     std::int64_t t = top_.load(std::memory_order_seq_cst);
@@ -148,7 +154,10 @@ class global_fifo {
       head_ = item;
     }
     tail_ = item;
-    size_.fetch_add(1, std::memory_order_seq_cst);
+    // Only lock holders change size_, so no RMW. A pusher that then looks
+    // for sleepers does so after a seq_cst fence (fenced_load), which orders
+    // this store before that look (the Dekker pair with idle()'s re-check).
+    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   T* pop() noexcept {
     if (size_.load(std::memory_order_relaxed) == 0) return nullptr;
@@ -157,7 +166,7 @@ class global_fifo {
     if (item == nullptr) return nullptr;
     head_ = item->link;
     if (head_ == nullptr) tail_ = nullptr;
-    size_.fetch_sub(1, std::memory_order_relaxed);
+    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     return item;
   }
   bool looks_empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
