@@ -60,8 +60,10 @@ constexpr std::size_t kHelpStackRoom = 64 * 1024;
 job_node* worker::take_job() noexcept {
   const std::uint32_t k = ++job_picks_ % kPriorityTurn;
   const unsigned first = k == 0 ? 2U : k == kPriorityTurn / 2 ? 1U : 0U;
+  const unsigned levels = rt.job_levels.load(std::memory_order_relaxed);
   for (unsigned i = 0; i < kJobPriorities; ++i) {
     const unsigned p = (first + i) % kJobPriorities;
+    if ((levels & (1U << p)) == 0) continue;  // no job of this priority yet
     if (!jobs_[p].looks_empty()) {
       if (job_node* t = jobs_[p].take()) return t;
     }
@@ -178,6 +180,10 @@ void runtime_impl::push_job(job_node* t) {
   if (t->priority >= kJobPriorities) t->priority = kJobPriorities - 1;
   if (!jobs_used.load(std::memory_order_relaxed)) {
     jobs_used.store(true, std::memory_order_seq_cst);
+  }
+  const auto level = static_cast<std::uint8_t>(1U << t->priority);
+  if ((job_levels.load(std::memory_order_relaxed) & level) == 0) {
+    job_levels.fetch_or(level, std::memory_order_seq_cst);  // before the job can be seen
   }
   if (worker* w = current_worker(); w != nullptr && &w->rt == this) {
     t->counted = false;  // its queuer, a live fiber or runner, covers it

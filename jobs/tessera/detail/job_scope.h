@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -54,7 +55,7 @@ class job_scope {
   }
   template <class F>
   void spawn_with(priority p, F&& f) {
-    auto* j = new job(this, p, unique_function(std::forward<F>(f)));
+    auto* j = new job(this, p, std::forward<F>(f));
     pending_.add(1);
     try {
       push_job(rt_, j);
@@ -94,12 +95,15 @@ class job_scope {
 
  private:
   struct job : job_node {
-    job(job_scope* s, tessera::priority p, unique_function f) noexcept
-        : scope(s), fn(std::move(f)) {
+    template <class F>
+    job(job_scope* s, tessera::priority p, F&& f) : scope(s), fn(std::forward<F>(f)) {
       run = &job::execute;
       priority = static_cast<std::uint8_t>(p);
     }
     static void execute(job_node* n) noexcept;
+    // From a per-thread cache of freed records (jobs/job_cache.cpp).
+    static void* operator new(std::size_t size);
+    static void operator delete(void* p, std::size_t size) noexcept;
     job_scope* scope;
     unique_function fn;
   };
