@@ -16,6 +16,12 @@
 // that loses the race goes back to its place at the front, so a waiter k places
 // back gets the lock within about (k + 1) ms as a thread, about 1 + k/10 ms as
 // a fiber.
+// The wait is timed from lock()'s first look when others already queue, and
+// otherwise from the first race the waiter loses: a waiter first in line has
+// been passed by nobody until then. So the plain hand-off — one caller
+// queued, woken by the unlock, taking the lock — reads no clock at either
+// end; two TSC reads were a fifth of that round trip (docs/benchmarks.md).
+// Go's sync.Mutex, too, judges starvation only in a waiter that lost a race.
 // (A fiber that never parks holds its worker regardless: scheduling is
 // cooperative.)
 //
@@ -43,7 +49,8 @@ namespace tessera::detail {
 using steady = std::chrono::steady_clock;
 
 /// One parked caller. `woken`: 0 queued, 1 woken to compete, 2 the lock was
-/// handed to it. `since`: when this lock() call began to wait (tick_clock).
+/// handed to it. `since`: when the fairness timer started (tick_clock), 0 if
+/// it has not (see lock_slow).
 struct mutex_core::node : park_node {
   tick_clock::rep since;
 };
@@ -68,8 +75,13 @@ void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
   waiter* const me = self();
-  // One clock read: the wait record's stamp and the fairness timer's start.
-  const tick_clock::rep began = tick_clock::now();
+  // The fairness timer's start, also the wait record's stamp: read now if
+  // others already queue (our turn comes after theirs: the timer bounds the
+  // whole wait), else at our first lost race (until then we are first in
+  // line and nobody passes us: the owner's critical section is no unfairness).
+  // So a plain hand-off between two callers reads no clock. (| 1: never 0.)
+  tick_clock::rep began =
+      (state_.load(std::memory_order_relaxed) & kQueued) != 0 ? tick_clock::now() | 1 : 0;
 #if TESSERA_CHECKS
   const wait_scope scope(me, began, "mutex", this, -1, &owner_);
 #else
@@ -89,6 +101,7 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
   };
   const acquire_result got =
       barge_or_queue(deadline, os_thread ? kSpinBudget : 0, barge, [&](bool requeue) {
+        if (requeue && began == 0) began = tick_clock::now() | 1;
         node n;
         n.who = me;
         n.since = began;
@@ -169,7 +182,9 @@ void mutex_core::unlock_slow() {
   // timer): at most one hand-off per `handoff_after` to a thread, so a hand-off
   // to a sleeping thread — while nobody holds the lock yet nobody may take it —
   // costs little throughput (fibers: per kFiberHandoffInterval, park_list.h).
-  const bool handoff = fair_handoff_due(*n, n->since, next_fair_, handoff_after);
+  // A waiter whose timer has not started is not due: a hand-off between two
+  // callers reads no clock.
+  const bool handoff = n->since != 0 && fair_handoff_due(*n, n->since, next_fair_, handoff_after);
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   if (!handoff) {
     // One wake-up in flight is enough. A CAS, not a load and a fetch_and: a

@@ -144,11 +144,12 @@ class wait_scope {
     record(0, kind, object, detail, holder);
   }
   /// As above, for a wait that began at `began`, a detail::tick_clock::now()
-  /// reading the caller took (it times the wait itself: one clock read).
+  /// reading the caller took (it times the wait itself: one clock read), or 0
+  /// when it took none (the wait is then dated at its first observer's look).
   wait_scope(waiter* who, std::int64_t began, const char* kind, const void* object,
              std::int64_t detail = -1, const std::atomic<waiter*>* holder = nullptr) noexcept
       : who_(who) {
-    record(detail::tick_clock::stamp(began), kind, object, detail, holder);
+    record(began != 0 ? detail::tick_clock::stamp(began) : 0, kind, object, detail, holder);
   }
   ~wait_scope() {
     if (who_ != nullptr) who_->wait.kind.store(nullptr, std::memory_order_relaxed);

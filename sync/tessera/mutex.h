@@ -20,8 +20,9 @@
 //   with newcomers; once it has waited `handoff_after` (1 ms) it is handed the
 //   lock directly — at most once per 1 ms to an OS thread, once per 40 µs to a
 //   fiber — so a waiter k places back gets in within about (k + 1) ms (thread)
-//   or 1 + k/10 ms (fiber). A fiber that never parks still holds its worker:
-//   scheduling is cooperative.
+//   or 1 + k/10 ms (fiber). A waiter that found nobody queued counts its wait
+//   from the first race it loses (before that nobody passed it). A fiber that
+//   never parks still holds its worker: scheduling is cooperative.
 // - Spurious wake-ups: none visible.
 //
 // Box office: `state_` (Preshing's box office / bouncer: one atomic word
