@@ -6,7 +6,14 @@
 // Holding the channels' locks from the first look until every node is queued
 // closes that window; the locks are taken in address order, each once, so two
 // selects over the same channels cannot deadlock. The locks are the
-// channels' own spin locks, held for a few instructions per case.
+// channels' own spin locks, held for a few instructions per case. Before
+// that, one pass in the random order tries each case under its own
+// channel's lock alone: a ready case is then taken with one lock hold, as a
+// plain send or receive takes it (Go's selectgo locks every channel even
+// then; over two buffered channels shared by fibers on two workers, holding
+// both made every select contend with every send: docs/benchmarks.md,
+// "Channels"). Only when no case is ready are all locked (sorted only then),
+// polled once more and enlisted.
 //
 // Why a claim word. Once enlisted, the select can be served from any of its
 // channels, each under its own lock only. The counterpart that would serve a
@@ -107,8 +114,15 @@ struct orders {
       both_ways |= c.sends() != first.sends();
     }
     // Over lock-free channels there is nothing to lock: the channel order
-    // only serves to find one channel named from both sides.
-    if (lock_free && !both_ways) return;
+    // only serves to find one channel named from both sides. Over
+    // channel<T> it is needed only once no case was ready (sort_locks()).
+    if (lock_free && both_ways) sort_locks();
+  }
+  /// `locks`: one case per channel, by channel address. Throws for a
+  /// lock-free channel named from both sides.
+  void sort_locks() {
+    const std::size_t n = poll.size();
+    std::span<select_case> all = cases;
     std::size_t* by_channel = lock_buf.data();
     std::copy(poll.begin(), poll.end(), by_channel);
     auto address = [&](std::size_t i) { return all[i].channel_address(); };
@@ -217,7 +231,7 @@ select_result run_lockfree(std::span<select_case> cases, std::span<const std::si
 }  // namespace
 
 select_result run_select(std::span<select_case> cases, deadline d, bool try_only) {
-  const orders order(cases);
+  orders order(cases);
   if (order.poll.empty()) {
     if (try_only) return {};
     if (!d) {
@@ -231,6 +245,22 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   if (order.lock_free) return run_lockfree(cases, order.poll, d, try_only);
   auto arm = [&](std::size_t i) { return order.locked(i); };
 
+  // First, each case under its own channel's lock alone, in the random
+  // order: a ready case costs one lock hold, as a plain send or receive.
+  for (std::size_t i : order.poll) {
+    locked_arm* a = arm(i);
+    waiter* who = nullptr;
+    a->lock();
+    const channel_status s = a->attempt(who);
+    a->unlock();
+    if (s == channel_status::success || s == channel_status::closed) {
+      if (who != nullptr) unpark(who);
+      return {i, s};
+    }
+  }
+  // None was ready at its look. Seeing them all at one moment (that none is
+  // ready, for a default case; before enlisting, otherwise) takes every lock.
+  order.sort_locks();
   order.lock_all();
   for (std::size_t i : order.poll) {
     waiter* who = nullptr;
