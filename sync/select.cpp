@@ -65,6 +65,11 @@ std::uint32_t next_random() noexcept {
   return x;
 }
 
+/// Uniform in [0, n), n < 2^32: Lemire's multiply-shift, no division.
+std::size_t below(std::size_t n) noexcept {
+  return static_cast<std::size_t>((static_cast<std::uint64_t>(next_random()) * n) >> 32);
+}
+
 /// `n` elements of T: inline up to kInline (no allocation on the common
 /// path: a select over a handful of channels), on the heap beyond.
 template <class T>
@@ -100,7 +105,7 @@ struct orders {
     }
     poll = {poll_buf.data(), n};
     if (n == 0) return;
-    for (std::size_t i = n; i > 1; --i) std::swap(poll[i - 1], poll[next_random() % i]);
+    for (std::size_t i = n; i > 1; --i) std::swap(poll[i - 1], poll[below(i)]);
     const select_case& first = all[poll[0]];
     lock_free = first.lock_free();
     bool both_ways = false;
@@ -248,11 +253,8 @@ select_result run_select(std::span<select_case> cases, deadline d, bool try_only
   // First, each case under its own channel's lock alone, in the random
   // order: a ready case costs one lock hold, as a plain send or receive.
   for (std::size_t i : order.poll) {
-    locked_arm* a = arm(i);
     waiter* who = nullptr;
-    a->lock();
-    const channel_status s = a->attempt(who);
-    a->unlock();
+    const channel_status s = arm(i)->attempt_alone(who);
     if (s == channel_status::success || s == channel_status::closed) {
       if (who != nullptr) unpark(who);
       return {i, s};

@@ -96,6 +96,8 @@ class locked_arm : public select_arm {
   /// Under the lock: carries the case out if it is ready (success or closed;
   /// `who` is a counterpart to unpark), else `empty`/`full`.
   virtual channel_status attempt(waiter*& who) noexcept = 0;
+  /// attempt() under a lock hold of its own.
+  virtual channel_status attempt_alone(waiter*& who) noexcept = 0;
   /// Under the lock: queues this case's node for `state` as case `index`.
   virtual void enlist(select_state& state, int index) noexcept = 0;
   /// Under the lock: takes the node back, unless it was served.
@@ -193,6 +195,12 @@ class select_arm_of final : public arm_over<locked_arm, tessera::channel<T>, T> 
     got_.reset();
     const channel_status s = ch_.receive_now(got_, who);
     if (s == channel_status::success) *receive_into_ = std::move(*got_);
+    return s;
+  }
+  channel_status attempt_alone(waiter*& who) noexcept override {
+    lock();
+    const channel_status s = attempt(who);
+    unlock();
     return s;
   }
 
