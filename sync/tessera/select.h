@@ -39,10 +39,13 @@
 // - Who may call: any fiber or OS thread. Misuse: destroying a channel while a
 //   select waits on it is undefined (as for any waiter).
 //
-// How, over channel<T>: as Go's selectgo. select() locks every case's channel
-// (in address order, each once), carries out a ready case if there is one,
-// and otherwise enlists a node in each channel's queue of parked senders or
-// receivers and parks. All the nodes point at one claim word
+// How, over channel<T>: as Go's selectgo, with a first pass. select() tries
+// each case under its own channel's lock, in the random order; if none is
+// ready it locks every case's channel (in address order, each once), looks
+// at all of them again, carries out a ready case if there is one (so the
+// default case's "none ready" holds at one moment), and otherwise enlists a
+// node in each channel's queue of parked senders or receivers and parks.
+// All the nodes point at one claim word
 // (tessera/detail/select_node.h): the counterpart that would serve a node
 // first claims the select, so exactly one case is carried out; once woken, the
 // select locks the channels again and takes back its other nodes. Over
