@@ -178,9 +178,6 @@ void worker::push_job_local(job_node* t) {
 
 void runtime_impl::push_job(job_node* t) {
   if (t->priority >= kJobPriorities) t->priority = kJobPriorities - 1;
-  if (!jobs_used.load(std::memory_order_relaxed)) {
-    jobs_used.store(true, std::memory_order_seq_cst);
-  }
   const auto level = static_cast<std::uint8_t>(1U << t->priority);
   if ((job_levels.load(std::memory_order_relaxed) & level) == 0) {
     job_levels.fetch_or(level, std::memory_order_seq_cst);  // before the job can be seen

@@ -132,8 +132,7 @@ void runtime_impl::fiber_finished() noexcept {
   // (Comparing the count alone is not enough: a runner may queue a job, step
   // aside to zero and be handed out again between our two looks;
   // tests/model/run_drain.pml.)
-  if (jobs_used.load(std::memory_order_relaxed) &&
-      (work_left() || live.load(std::memory_order_seq_cst) != now)) {
+  if (jobs_used() && (work_left() || live.load(std::memory_order_seq_cst) != now)) {
     return;
   }
   if (!all_done.exchange(true, std::memory_order_acq_rel)) unpark(run_waiter);

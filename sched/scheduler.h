@@ -531,10 +531,11 @@ class runtime_impl {
   mutable std::mutex workers_mu;
   global_fifo<fiber_record> global;
   std::array<global_fifo<job_node>, kJobPriorities> global_jobs;  // from outside
-  std::atomic<bool> jobs_used{false};  // set at the first job: until then no pick looks for jobs
   /// Bit p set at the first job of priority p: take_job() skips a level no
   /// job ever had (a hint; has_job_work() still looks at every level).
   std::atomic<std::uint8_t> job_levels{0};
+  /// Whether any job was ever queued: until then no pick looks for jobs.
+  bool jobs_used() const noexcept { return job_levels.load(std::memory_order_relaxed) != 0; }
   alignas(64) std::atomic<int> sleepers{0};
   std::atomic<int> spinners{0};
   std::atomic<int> busy{0};           // workers outside their idle phases

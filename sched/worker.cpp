@@ -113,7 +113,7 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
-    if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(false)) {
+    if (rt.jobs_used() && has_job_work(false)) {
       if (fiber_record* r = acquire_runner()) return r;  // queued jobs (job_queue.cpp)
     }
   }
@@ -128,7 +128,7 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
   if (fiber_record* f = take_runnext()) return f;
-  if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(false)) {
+  if (rt.jobs_used() && has_job_work(false)) {
     return acquire_runner();  // no fiber waits: run queued jobs (job_queue.cpp)
   }
   return nullptr;
@@ -141,7 +141,7 @@ fiber_record* worker::steal() {
       return f;
     }
   }
-  if (rt.jobs_used.load(std::memory_order_relaxed) && has_job_work(true)) {
+  if (rt.jobs_used() && has_job_work(true)) {
     return acquire_runner();  // other workers' queued jobs: a runner steals them
   }
   return nullptr;
