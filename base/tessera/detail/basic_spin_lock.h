@@ -6,7 +6,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "tessera/detail/cpu.h"
 
@@ -18,12 +20,54 @@ inline void os_yield() noexcept {
   ::sched_yield();
 }
 
+/// cpu_relax() steps that take about `ns` nanoseconds on this CPU (at least
+/// 1, at most 1024). One PAUSE takes from a few nanoseconds (older x86 cores)
+/// to some 40 (recent Intel cores), so spin budgets in steps would differ
+/// tenfold between machines: the step's length is measured once per process,
+/// at the first call (a few microseconds), and the count derived from it.
+inline unsigned relax_steps_for(unsigned ns) noexcept {
+  static const double step_ns = [] {
+    using clock = std::chrono::steady_clock;
+    double best = 1e9;
+    for (int round = 0; round < 3; ++round) {  // the shortest of three: least disturbed
+      const auto t0 = clock::now();
+      for (int i = 0; i < 256; ++i) cpu_relax();
+      best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count());
+    }
+    return std::max(best / 256, 0.25);
+  }();
+  return static_cast<unsigned>(std::clamp(ns / step_ns, 1.0, 1024.0));
+}
+
+/// How a contended basic_spin_lock waits: cpu_relax() `steps` between two
+/// polls of the lock word, for `polls` polls; after those it calls its
+/// `Yield` between polls, in case the holder was preempted.
+struct spin_backoff {
+  unsigned steps;
+  unsigned polls;
+};
+
+/// Poll at every step, 64 of them: for waiters whose next wait is expensive
+/// (an OS thread that may park in the kernel next), which lose more by
+/// polling late than the lock's line costs in transfers.
+inline spin_backoff tight_backoff() noexcept {
+  return {1, 64};
+}
+
+/// Poll about every 750 ns, four times: for waiters that park cheaply (a
+/// fiber). A holder that takes the lock again within the interval keeps it and
+/// its cache line, so operations run in batches on one core instead of moving
+/// the line between cores for every one (docs/design.md, "Spin-lock backoff").
+inline spin_backoff batching_backoff() noexcept {
+  return {relax_steps_for(750), 4};
+}
+
 /// Test-and-test-and-set lock for critical sections of a few instructions that
 /// never park: uncontended, one exchange to lock and one store to unlock.
-/// Contended, it spins politely (PAUSE) 64 times, then calls `Yield` between
-/// polls, in case the holder was preempted. Not recursive, not fair.
+/// Contended, it waits as `Backoff()` says (asked once per contended lock()),
+/// then calls `Yield` between polls. Not recursive, not fair.
 /// Memory ordering: unlock() (release) synchronizes-with the next lock() (acquire).
-template <void (*Yield)()>
+template <void (*Yield)(), spin_backoff (*Backoff)() = &tight_backoff>
 class basic_spin_lock {
  public:
   constexpr basic_spin_lock() noexcept = default;
@@ -42,10 +86,11 @@ class basic_spin_lock {
 
  private:
   [[gnu::noinline]] void lock_contended() noexcept {
-    for (unsigned spins = 0;;) {
+    const spin_backoff b = Backoff();
+    for (unsigned polls = 0;;) {
       while (held_.load(std::memory_order_relaxed)) {
-        if (++spins < 64) {
-          cpu_relax();
+        if (++polls <= b.polls) {
+          for (unsigned i = 0; i < b.steps; ++i) cpu_relax();
         } else {
           Yield();
         }
