@@ -239,6 +239,34 @@ TEST_P(ChannelIn, TimedCallsTimeOutNeverEarlyAndKeepTheirValues) {
   g.join();
 }
 
+// A receiver served just as it starts waiting (an OS thread is then still
+// polling its node, so the sender's unpark leaves a permit behind) still waits
+// out the whole of its next timed receive: the leftover permit is a spurious
+// wake-up, and the wait re-checks and parks again.
+TEST_P(ChannelIn, HandOffWhileWaitingLeavesNoEarlyTimeout) {
+  watchdog dog("channel hand-off then timed wait", 60s);
+  channel<int> ch(capacity());
+  constexpr int kRounds = 20;
+  std::atomic<int> ready{-1};  // the round whose receive() the receiver is in
+  group g(kind());
+  g.spawn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      ready.store(i);
+      ASSERT_EQ(ch.receive(), std::optional<int>(i));
+      int out = -1;
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(ch.receive_for(out, 2ms), channel_status::timeout);
+      EXPECT_GE(std::chrono::steady_clock::now() - start, 2ms);
+      EXPECT_EQ(out, -1);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_TRUE(eventually([&] { return ready.load() == i && ch.waiting_receivers() == 1; }));
+    ASSERT_TRUE(ch.send(i));
+  }
+  g.join();
+}
+
 // Senders and receivers with tiny timeouts race each other: whatever the
 // timeouts do, every value sent with success is received exactly once.
 TEST_P(ChannelIn, TimedStressLosesAndDuplicatesNothing) {
