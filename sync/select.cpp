@@ -161,8 +161,14 @@ struct orders {
 /// Parks until a case claims `state` (open), or the deadline passes first
 /// and the select claims itself timed out. Returns the claim.
 int await_claim(select_state& state, deadline d) {
+  int won = select_state::kOpen;
+  if (poll_before_park([&] {
+        won = state.claimed.load(std::memory_order_acquire);
+        return won != select_state::kOpen;
+      })) {
+    return won;
+  }
   const wait_scope scope("select", &state);
-  int won;
   while ((won = state.claimed.load(std::memory_order_acquire)) == select_state::kOpen) {
     if (!d) {
       park();

@@ -246,6 +246,43 @@ TEST_P(SelectIn, DeadlinePassesNeverEarlyAndTakesBackEveryNode) {
   over_channel([&]<class Kind>() { deadline_passes<Kind>(kind(), capacity()); });
 }
 
+// A select served just as it starts waiting (an OS thread is then still
+// polling its claim, so the counterpart's unpark leaves a permit behind)
+// still waits out the whole of its next timed select.
+template <class Kind>
+void hand_off_while_waiting(exec_kind kind, std::size_t capacity) {
+  watchdog dog("select hand-off then timed wait", 60s);
+  typename Kind::template of<int> a(capacity), b(capacity);
+  constexpr int kRounds = 20;
+  std::atomic<int> ready{-1};  // the round whose select the receiver is in
+  group g(kind);
+  g.spawn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      int x = -1, y = -1;
+      std::vector<select_case> cases;
+      cases.push_back(recv_case(a, x));
+      cases.push_back(recv_case(b, y));
+      ready.store(i);
+      const auto got = select(cases);
+      ASSERT_EQ(got.status, channel_status::success);
+      EXPECT_EQ(got.index == 0 ? x : y, i);
+      const auto t0 = clock::now();
+      const auto r = select_for(cases, 2ms);
+      EXPECT_GE(clock::now() - t0, 2ms);
+      EXPECT_EQ(r.status, channel_status::timeout);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    auto& ch = i % 2 == 0 ? a : b;
+    ASSERT_TRUE(eventually([&] { return ready.load() == i && ch.waiting_receivers() == 1; }));
+    ASSERT_TRUE(ch.send(i));
+  }
+  g.join();
+}
+TEST_P(SelectIn, HandOffWhileWaitingLeavesNoEarlyTimeout) {
+  over_channel([&]<class Kind>() { hand_off_while_waiting<Kind>(kind(), capacity()); });
+}
+
 // Selects over two channels (receive from either, or send a reply on the
 // other), against plain senders and receivers, some timed: every item is
 // received exactly once, and nothing is left parked.

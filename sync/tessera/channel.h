@@ -272,24 +272,16 @@ class channel : public detail::channel_api<channel<T>, T> {
   channel_status park_in(detail::park_list& list, detail::park_node& n, detail::deadline deadline) {
     list.push_back(n);
     lock_.unlock();
-    // An OS thread first polls its node for about kSpinNanos: a counterpart
-    // that comes meanwhile hands over without a futex wake and sleep. (Its
-    // unpark then leaves a permit, which a later park() consumes: every
-    // wait loop re-checks its condition.)
-    if (should_spin()) {
-      const unsigned steps = detail::relax_steps_for(kSpinNanos);
-      for (unsigned i = 0; i < steps; ++i) {
-        if (const detail::park_mark v = n.mark.load(std::memory_order_acquire);
-            v != detail::park_mark::none) {
-          return outcome(v);
-        }
-        detail::cpu_relax();
-      }
+    // An OS thread polls its node before it parks (poll_before_park).
+    detail::park_mark given = detail::park_mark::none;
+    if (detail::poll_before_park([&] {
+          given = n.mark.load(std::memory_order_acquire);
+          return given != detail::park_mark::none;
+        })) {
+      return outcome(given);
     }
     return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
   }
-  /// How long an OS thread polls before it parks (fibers park at once).
-  static constexpr unsigned kSpinNanos = 5000;
 
   std::size_t queued(const detail::park_list& list) const noexcept {
     lock_.lock();
