@@ -21,7 +21,7 @@ inline void os_yield() noexcept {
 }
 
 /// cpu_relax() steps that take about `ns` nanoseconds on this CPU (at least
-/// 1, at most 1024). One PAUSE takes from a few nanoseconds (older x86 cores)
+/// 1, at most 65,536). One PAUSE takes from a few nanoseconds (older x86 cores)
 /// to some 40 (recent Intel cores), so spin budgets in steps would differ
 /// tenfold between machines: the step's length is measured once per process,
 /// at the first call (a few microseconds), and the count derived from it.
@@ -36,7 +36,7 @@ inline unsigned relax_steps_for(unsigned ns) noexcept {
     }
     return std::max(best / 256, 0.25);
   }();
-  return static_cast<unsigned>(std::clamp(ns / step_ns, 1.0, 1024.0));
+  return static_cast<unsigned>(std::clamp(ns / step_ns, 1.0, 65536.0));
 }
 
 /// How a contended basic_spin_lock waits: cpu_relax() `steps` between two
