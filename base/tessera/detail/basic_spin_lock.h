@@ -6,9 +6,7 @@
 
 #include <sched.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 
 #include "tessera/detail/cpu.h"
 
@@ -18,25 +16,6 @@ namespace tessera::detail {
 /// which must never switch fibers.
 inline void os_yield() noexcept {
   ::sched_yield();
-}
-
-/// cpu_relax() steps that take about `ns` nanoseconds on this CPU (at least
-/// 1, at most 65,536). One PAUSE takes from a few nanoseconds (older x86 cores)
-/// to some 40 (recent Intel cores), so spin budgets in steps would differ
-/// tenfold between machines: the step's length is measured once per process,
-/// at the first call (a few microseconds), and the count derived from it.
-inline unsigned relax_steps_for(unsigned ns) noexcept {
-  static const double step_ns = [] {
-    using clock = std::chrono::steady_clock;
-    double best = 1e9;
-    for (int round = 0; round < 3; ++round) {  // the shortest of three: least disturbed
-      const auto t0 = clock::now();
-      for (int i = 0; i < 256; ++i) cpu_relax();
-      best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count());
-    }
-    return std::max(best / 256, 0.25);
-  }();
-  return static_cast<unsigned>(std::clamp(ns / step_ns, 1.0, 65536.0));
 }
 
 /// How a contended basic_spin_lock waits: cpu_relax() `steps` between two

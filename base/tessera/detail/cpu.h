@@ -1,6 +1,9 @@
-// tessera/detail/cpu.h — spin-wait hint and the misuse-diagnostic helpers.
+// tessera/detail/cpu.h — the spin-wait hint, its calibration, and the
+// misuse-diagnostic helpers.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -31,6 +34,25 @@ inline void cpu_relax() noexcept {
 #else
   asm volatile("" ::: "memory");
 #endif
+}
+
+/// cpu_relax() steps that take about `ns` nanoseconds on this CPU (at least
+/// 1, at most 65,536). One PAUSE takes from a few nanoseconds (older x86 cores)
+/// to some 40 (recent Intel cores), so spin budgets in steps would differ
+/// tenfold between machines: the step's length is measured once per process,
+/// at the first call (a few microseconds), and the count derived from it.
+inline unsigned relax_steps_for(unsigned ns) noexcept {
+  static const double step_ns = [] {
+    using clock = std::chrono::steady_clock;
+    double best = 1e9;
+    for (int round = 0; round < 3; ++round) {  // the shortest of three: least disturbed
+      const auto t0 = clock::now();
+      for (int i = 0; i < 256; ++i) cpu_relax();
+      best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count());
+    }
+    return std::max(best / 256, 0.25);
+  }();
+  return static_cast<unsigned>(std::clamp(ns / step_ns, 1.0, 65536.0));
 }
 
 /// Reports a violated usage rule and aborts: for misuse detected after the

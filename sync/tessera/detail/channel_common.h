@@ -11,7 +11,7 @@
 #include <optional>
 #include <utility>
 
-#include "tessera/detail/basic_spin_lock.h"  // relax_steps_for
+#include "tessera/detail/cpu.h"  // cpu_relax, relax_steps_for
 #include "tessera/detail/deadline.h"
 #include "tessera/park.h"
 
