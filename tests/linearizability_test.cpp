@@ -245,6 +245,9 @@ TEST_P(Linearizable, SemaphoreFaaRestricted) {
 TEST_P(Linearizable, SemaphoreFifo) {
   semaphore_histories<admission::fifo>(GetParam(), count_spec{});
 }
+TEST_P(Linearizable, SemaphoreHandoff) {
+  semaphore_histories<admission::handoff>(GetParam(), count_spec{});
+}
 TEST_P(Linearizable, SemaphoreRestricted) {
   semaphore_histories<admission::restricted>(GetParam(), count_spec{});
 }

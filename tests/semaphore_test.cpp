@@ -114,6 +114,7 @@ struct tuning {
   bool barging = false;  // admission::barging (no tickets; the rest is unused)
   bool faa = false;      // admission::faa (the segment queue; the rest is unused)
   bool faa_lobby = false;  // with faa: admission::faa_restricted
+  bool handoff = false;    // admission::handoff (the locked queue; the rest is unused)
 };
 
 // Sets the process-wide TWA tuning for one test and restores it afterwards.
@@ -147,6 +148,7 @@ class Strategy : public ::testing::TestWithParam<std::tuple<tuning, exec_kind>> 
   admission mode() const {
     const tuning& tu = std::get<0>(GetParam());
     return tu.barging       ? admission::barging
+           : tu.handoff     ? admission::handoff
            : tu.faa         ? (tu.faa_lobby ? admission::faa_restricted : admission::faa)
            : tu.window == 0 ? admission::fifo
                             : admission::restricted;
@@ -162,6 +164,7 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
   const tuning tu = std::get<0>(p.param);
   const std::string env = "_" + to_string(std::get<1>(p.param));
   if (tu.barging) return "barging" + env;
+  if (tu.handoff) return "handoff" + env;
   if (tu.faa) return (tu.faa_lobby ? "faa_restricted" : "faa") + env;
   return "threshold" + std::to_string(tu.threshold) + "_spin" + std::to_string(tu.spins) +
          (tu.window == 0 ? std::string("_fifo") : "_window" + std::to_string(tu.window)) + env;
@@ -172,13 +175,15 @@ std::string strategy_name(const ::testing::TestParamInfo<std::tuple<tuning, exec
 // defaults (restricted admission, window 1); strict FIFO parking at once, and
 // with long-term waiting (threshold 3, the successor-of-successor poke); and a
 // lobby behind a queue of 2 with long-term waiting. The AnyAdmission tests also
-// run with admission::barging, admission::faa and admission::faa_restricted.
+// run with admission::barging, admission::faa, admission::faa_restricted and
+// admission::handoff.
 const std::vector<tuning> kTwaStrategies{tuning{1, 1024, 1}, tuning{0, 0, 0}, tuning{3, 16, 0},
                                          tuning{3, 16, 2}};
 std::vector<tuning> with_other_cores(std::vector<tuning> v) {
   v.push_back(tuning{1, 1024, 1, true});
   v.push_back(tuning{1, 1024, 1, false, true});
   v.push_back(tuning{1, 1024, 1, false, true, true});
+  v.push_back(tuning{1, 1024, 1, false, false, false, true});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, Twa,
@@ -728,6 +733,99 @@ TEST(TwaSpinSemaphore, FourThreadsContendingALockMakeProgress) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(shared, 8000);
 }
+// ---------------------------------------------------------------------------
+// admission::handoff: strict FIFO, permits handed straight to the oldest
+// waiter (never seen in the count while anybody waits), and binary_semaphore's default.
+static_assert(binary_semaphore::default_admission == admission::handoff);
+static_assert(counting_semaphore<2>::default_admission == admission::restricted);
+
+class Handoff : public ::testing::TestWithParam<exec_kind> {};
+INSTANTIATE_TEST_SUITE_P(Envs, Handoff, ::testing::ValuesIn(all_exec_kinds()),
+                         [](const auto& p) { return to_string(p.param); });
+
+TEST_P(Handoff, AdmitsInArrivalOrder) {
+  watchdog dog("handoff arrival order", 60s);
+  counting_semaphore<> s(0, admission::handoff);
+  arrivals a;
+  group g(GetParam());
+  ASSERT_TRUE(a.queue_one_by_one(g, s, 6));
+  for (int k = 0; k < 6; ++k) {
+    s.release();
+    ASSERT_TRUE(eventually([&] { return a.admitted() == k + 1; }));
+  }
+  g.join();
+  EXPECT_EQ(a.order, iota(6));
+}
+
+// The permit a release hands to a queued waiter is that waiter's: a newcomer's
+// try_acquire fails, and the count never shows it.
+TEST_P(Handoff, AHandedPermitIsNeverFreeForANewcomer) {
+  watchdog dog("handoff no barging", 60s);
+  counting_semaphore<> s(0, admission::handoff);
+  std::atomic<bool> got{false};
+  group g(GetParam());
+  spawn_acquirer(g, s, got);
+  ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+  s.release(1);
+  EXPECT_EQ(s.available(), 0);
+  EXPECT_FALSE(s.try_acquire());
+  g.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_EQ(s.available(), 0);
+}
+
+// release(n) hands out permits a batch of 16 at a time: 37 of 40 waiters must
+// get in, and they must be the 37 oldest (they then run in any order); the
+// last three get in with the next release(4), which leaves one permit.
+TEST_P(Handoff, ReleaseNReachesWaitersBeyondOneBatchInOrder) {
+  watchdog dog("handoff release(n)", 60s);
+  counting_semaphore<> s(0, admission::handoff);
+  arrivals a;
+  group g(GetParam());
+  ASSERT_TRUE(a.queue_one_by_one(g, s, 40));
+  s.release(37);
+  ASSERT_TRUE(eventually([&] { return a.admitted() == 37; }));
+  EXPECT_EQ(s.waiting(), 3);
+  EXPECT_EQ(s.available(), 0);
+  std::vector<int> first;
+  {
+    std::lock_guard lock(a.mu);
+    first = a.order;
+  }
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, iota(37));
+  s.release(4);
+  g.join();
+  EXPECT_EQ(a.admitted(), 40);
+  EXPECT_EQ(s.available(), 1);
+}
+
+// An OS thread polls its node before it parks; a permit handed meanwhile
+// leaves an unpark permit behind. The next timed acquire must still wait out
+// its whole timeout.
+TEST_P(Handoff, HandOffWhileWaitingLeavesNoEarlyTimeout) {
+  watchdog dog("handoff then timed wait", 60s);
+  binary_semaphore s(0);
+  constexpr int kRounds = 20;
+  std::atomic<int> ready{-1};  // the round whose acquire() the waiter is in
+  group g(GetParam());
+  g.spawn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      ready.store(i);
+      s.acquire();
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_FALSE(s.try_acquire_for(2ms));
+      EXPECT_GE(std::chrono::steady_clock::now() - start, 2ms);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_TRUE(eventually([&] { return ready.load() == i && s.waiting() == 1; }));
+    s.release();
+  }
+  g.join();
+  EXPECT_EQ(s.available(), 0);
+}
+
 // ---------------------------------------------------------------------------
 // admission::faa: what the segment queue adds — strict FIFO, timed-out cells
 // paid for by later releases, segments reclaimed.

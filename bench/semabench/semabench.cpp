@@ -72,6 +72,12 @@ struct faa_restricted {  // admission::faa_restricted: the FAA semaphore behind 
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
+struct handoff {  // admission::handoff: count and FIFO under one lock (binary_semaphore's default)
+  static constexpr const char* name = "handoff";
+  tessera::counting_semaphore<> s{0, tessera::admission::handoff};
+  void release() { s.release(); }
+  void acquire() { s.acquire(); }
+};
 struct twa_spin {
   static constexpr const char* name = "twa-spin";
   tessera::twa_spin_semaphore s{0};
@@ -272,10 +278,12 @@ impl_entry entry() {
 }
 
 std::vector<impl_entry> all_impls() {
-  return {entry<twa>(),       entry<twa_fifo>(),   entry<barging>(),       entry<faa>(),
-          entry<faa_restricted>(), entry<twa_spin>(),  entry<ticket>(),     entry<posix>(),         entry<std_sem>(),
-          entry<std_mutex>(), entry<absl_mutex>(), entry<tessera_mutex>(), entry<rw_std>(),
-          entry<rw_absl>(),   entry<rw_tessera>(), entry<rw_preshing>()};
+  return {entry<twa>(),           entry<twa_fifo>(),       entry<barging>(),
+          entry<faa>(),           entry<faa_restricted>(), entry<handoff>(),
+          entry<twa_spin>(),      entry<ticket>(),         entry<posix>(),
+          entry<std_sem>(),       entry<std_mutex>(),      entry<absl_mutex>(),
+          entry<tessera_mutex>(), entry<rw_std>(),         entry<rw_absl>(),
+          entry<rw_tessera>(),    entry<rw_preshing>()};
 }
 
 // One table: a row per implementation, a column per thread count; `cell`
@@ -321,7 +329,7 @@ const char* family_of(const std::string& impl) {
 // Whether an implementation is Tessera's (drawn thick in the plot; a CSV column).
 bool is_tessera(const std::string& impl) {
   return impl == "twa" || impl == "twa-fifo" || impl == "barging" || impl == "faa" ||
-         impl == "faa-restricted" ||
+         impl == "faa-restricted" || impl == "handoff" ||
          impl.find("tessera::") != std::string::npos;
 }
 

@@ -7,11 +7,12 @@
 // - Admission, chosen per semaphore (`admission`):
 //     fifo        strict first-come-first-enabled: every blocking acquirer takes
 //                 a ticket at once and tickets are served in fetch_add order.
-//     restricted  (default) FIFO among tickets, but an acquirer that finds
-//                 one ticket already queued beyond the holders waits in a FIFO lobby
-//                 without one; the lobby's oldest is called in when a permit is
-//                 free, or forced in after a fairness interval of progress
-//                 without it (admission_lobby::kThreadFairness, 1 ms, for a thread;
+//     restricted  (default but for binary_semaphore) FIFO among tickets, but
+//                 an acquirer that finds one ticket already queued beyond the
+//                 holders waits in a FIFO lobby without one; the lobby's oldest
+//                 is called in when a permit is free, or forced in after a
+//                 fairness interval of progress without it
+//                 (admission_lobby::kThreadFairness, 1 ms, for a thread;
 //                 kFiberHandoffInterval, 40 µs, for a fiber). So a lobby of L
 //                 callers empties within about L such intervals.
 //     barging     no tickets (tessera/detail/barging_semaphore.h): a free permit
@@ -35,8 +36,17 @@
 //                 in after it has been oldest for 1 ms (thread) or 40 µs
 //                 (fiber). FIFO within the queue and within the lobby; an
 //                 acquirer that finds no waiter queued passes the lobby.
-//   try_acquire never waits; under fifo/restricted/faa/faa_restricted it also
-//   never barges (it succeeds only if a permit is free and nobody is queued).
+//     handoff     strict FIFO under one small lock (default of binary_semaphore;
+//                 tessera/detail/handoff_semaphore.h): the count and a queue of
+//                 parked callers share the lock, and a release that finds
+//                 callers queued hands its permits straight to the oldest. The
+//                 cheapest hand-off between two parties (about half the TWA
+//                 semaphore's extra cost over a raw park/unpark); OS threads
+//                 poll about 5 µs before parking. As a lock among more threads
+//                 than cores it convoys as fifo does (a permit handed to a
+//                 descheduled thread waits for it): prefer restricted there.
+//   try_acquire never waits; except under barging it also never barges (it
+//   succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
 //   until return false only after the deadline (durations in any std::chrono
 //   unit; clocks other than steady_clock are converted once at the call). A
@@ -66,6 +76,7 @@
 #include <tessera/detail/barging_semaphore.h>
 #include <tessera/detail/cpu.h>
 #include <tessera/detail/faa_semaphore.h>
+#include <tessera/detail/handoff_semaphore.h>
 #include <tessera/detail/lobby.h>
 #include <tessera/detail/park_list.h>
 #include <tessera/detail/spin_lock.h>
@@ -79,6 +90,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -88,7 +100,8 @@ enum class admission {
   /// Strict FIFO over every blocking acquirer: the paper's TWA semaphore.
   fifo,
   /// FIFO among queued tickets, with at most one of them queued beyond the
-  /// holders; further acquirers wait in a FIFO lobby (the default).
+  /// holders; further acquirers wait in a FIFO lobby (the default, but for
+  /// binary_semaphore).
   restricted,
   /// No tickets: a free permit goes to whoever takes it first, newcomers
   /// included, with eventual fairness (a waiter older than 1 ms is handed a
@@ -102,6 +115,11 @@ enum class admission {
   /// that finds a waiter queued beyond the permits waits in a FIFO lobby
   /// (locked) instead of queueing; the queue itself takes no lock.
   faa_restricted,
+  /// Strict FIFO with the count and the queue under one small lock: a release
+  /// hands its permit straight to the oldest waiter. The cheapest hand-off
+  /// between two parties (a signal, a ping-pong); as a lock among more threads
+  /// than cores it convoys as fifo does.
+  handoff,
 };
 
 namespace detail {
@@ -290,14 +308,34 @@ class twa_semaphore {
 };
 
 /// The core a counting_semaphore runs on: the TWA semaphore (admission::fifo,
-/// admission::restricted), the barging one or the FAA one, chosen at
-/// construction. One read-only byte, on a line of its own, picks the path.
+/// admission::restricted), the barging one, the FAA one or the hand-off one,
+/// chosen at construction. One read-only byte, on a line of its own, picks the path.
 class semaphore_core {
+  enum kind : unsigned char { kTwa, kBarging, kFaa, kHandoff };
+  /// Calls `f` on the core in use (the TWA semaphore tested first: the default).
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return visit_in(*this, f);
+  }
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return visit_in(*this, f);
+  }
+  template <class Self, class F>
+  static decltype(auto) visit_in(Self& self, F& f) {
+    if (self.kind_ == kTwa) [[likely]]
+      return f(self.u_.twa);
+    if (self.kind_ == kBarging) return f(self.u_.barging);
+    if (self.kind_ == kHandoff) return f(self.u_.handoff);
+    return f(self.u_.faa);
+  }
+
  public:
   constexpr semaphore_core(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode)
       : kind_(mode == admission::barging                                    ? kBarging
+              : mode == admission::handoff                                  ? kHandoff
               : mode == admission::faa || mode == admission::faa_restricted ? kFaa
-                                                                             : kTwa),
+                                                                            : kTwa),
         u_(desired, max, mode) {}
   ~semaphore_core() {
     switch (kind_) {
@@ -307,6 +345,9 @@ class semaphore_core {
       case kFaa:
         u_.faa.~faa_semaphore();
         break;
+      case kHandoff:
+        u_.handoff.~handoff_semaphore();
+        break;
       default:
         u_.twa.~twa_semaphore();
     }
@@ -315,44 +356,45 @@ class semaphore_core {
   semaphore_core& operator=(const semaphore_core&) = delete;
 
   void acquire() {
-    kind_ == kTwa ? u_.twa.acquire() : kind_ == kBarging ? u_.barging.acquire() : u_.faa.acquire();
+    visit([](auto& c) { c.acquire(); });
   }
   bool try_acquire() noexcept {
-    return kind_ == kTwa       ? u_.twa.try_acquire()
-           : kind_ == kBarging ? u_.barging.try_acquire()
-                               : u_.faa.try_acquire();
+    return visit([](auto& c) { return c.try_acquire(); });
   }
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-    return kind_ == kTwa       ? u_.twa.try_acquire_until(deadline)
-           : kind_ == kBarging ? u_.barging.try_acquire_until(deadline)
-                               : u_.faa.try_acquire_until(deadline);
+    return visit([deadline](auto& c) { return c.try_acquire_until(deadline); });
   }
   void release(std::ptrdiff_t update, std::ptrdiff_t max) {
-    kind_ == kTwa       ? u_.twa.release(update, max)
-    : kind_ == kBarging ? u_.barging.release(update, max)
-                        : u_.faa.release(update, max);
+    visit([update, max](auto& c) { c.release(update, max); });
   }
   std::ptrdiff_t available() const noexcept {
-    return kind_ == kTwa       ? u_.twa.available()
-           : kind_ == kBarging ? u_.barging.available()
-                               : u_.faa.available();
+    return visit([](const auto& c) { return c.available(); });
   }
   std::ptrdiff_t waiting() const noexcept {
-    return kind_ == kTwa       ? u_.twa.waiting()
-           : kind_ == kBarging ? u_.barging.waiting()
-                               : u_.faa.waiting();
+    return visit([](const auto& c) { return c.waiting(); });
   }
+  /// Waiters holding their place in the queue: all of them, for the cores
+  /// without a lobby.
   std::ptrdiff_t queued() const noexcept {
-    return kind_ == kTwa       ? u_.twa.queued()
-           : kind_ == kBarging ? u_.barging.waiting()
-                               : u_.faa.queued();
+    return visit([](const auto& c) {
+      if constexpr (requires { c.queued(); }) {
+        return c.queued();
+      } else {
+        return c.waiting();
+      }
+    });
   }
   std::ptrdiff_t lobby() const noexcept {
-    return kind_ == kTwa ? u_.twa.lobby() : kind_ == kFaa ? u_.faa.lobby() : 0;
+    return visit([](const auto& c) -> std::ptrdiff_t {
+      if constexpr (requires { c.lobby(); }) {
+        return c.lobby();
+      } else {
+        return 0;
+      }
+    });
   }
 
  private:
-  enum kind : unsigned char { kTwa, kBarging, kFaa };
   const kind kind_;
   union storage {
     // Activates the member `mode` asks for (construct_at: allowed in constant
@@ -360,6 +402,8 @@ class semaphore_core {
     constexpr storage(std::ptrdiff_t desired, std::ptrdiff_t max, admission mode) {
       if (mode == admission::barging) {
         std::construct_at(&barging, desired, max);
+      } else if (mode == admission::handoff) {
+        std::construct_at(&handoff, desired, max);
       } else if (mode == admission::faa || mode == admission::faa_restricted) {
         std::construct_at(&faa, desired, max, mode == admission::faa_restricted);
       } else {
@@ -370,14 +414,15 @@ class semaphore_core {
     twa_semaphore twa;
     barging_semaphore barging;
     faa_semaphore faa;
+    handoff_semaphore handoff;
   } u_;
 };
 
 }  // namespace detail
 
 /// A counting semaphore with FIFO admission (the TWA semaphore or the FAA
-/// semaphore, each with or without a lobby) or barging admission, chosen at
-/// construction; API of std::counting_semaphore.
+/// semaphore, each with or without a lobby, or the hand-off core) or barging
+/// admission, chosen at construction; API of std::counting_semaphore.
 /// `LeastMaxValue`: the largest count it must hold.
 template <std::ptrdiff_t LeastMaxValue = std::numeric_limits<std::ptrdiff_t>::max()>
 class counting_semaphore {
@@ -387,12 +432,19 @@ class counting_semaphore {
   /// The largest count the semaphore holds: exactly LeastMaxValue.
   static constexpr std::ptrdiff_t max() noexcept { return LeastMaxValue; }
 
+  /// The admission a semaphore gets unless the constructor is told otherwise:
+  /// handoff for binary_semaphore (at most one permit is ever free, so every
+  /// release is a hand-off to at most one waiter: the case that core is built
+  /// for), restricted for every larger count.
+  static constexpr admission default_admission =
+      LeastMaxValue == 1 ? admission::handoff : admission::restricted;
+
   /// Starts with `desired` free permits; `mode` chooses the admission
-  /// described above (default: restricted; the others are Tessera extensions). Throws std::invalid_argument unless
-  /// 0 <= desired <= max() (and, for barging, <= 2^62-1).
+  /// described above (default: default_admission; choosing one is a Tessera
+  /// extension). Throws std::invalid_argument unless 0 <= desired <= max()
+  /// (and, for barging, <= 2^62-1).
   /// constexpr, as std::counting_semaphore's: `constinit` globals work.
-  constexpr explicit counting_semaphore(std::ptrdiff_t desired,
-                                        admission mode = admission::restricted)
+  constexpr explicit counting_semaphore(std::ptrdiff_t desired, admission mode = default_admission)
       : core_(desired, max(), mode) {}
   counting_semaphore(const counting_semaphore&) = delete;
   counting_semaphore& operator=(const counting_semaphore&) = delete;
