@@ -52,17 +52,23 @@ bool handoff_semaphore::queue_and_wait(detail::deadline deadline) {
     lock_.unlock();
     return false;
   }
-  park_node n;
+  node n;
   n.who = self();
+  n.polling = n.who->ops->is_os_thread;
   queue_.push_back(n);
   lock_.unlock();
   const wait_scope scope(n.who, "counting_semaphore", this);
-  // An OS thread polls its node first: a hand-off coming within microseconds
-  // then costs it no futex wake-up and sleep.
-  if (n.who->ops->is_os_thread && poll_before_park([&n] {
-        return n.mark.load(std::memory_order_acquire) != park_mark::none;
-      })) {
-    return true;
+  if (n.polling) {
+    // An OS thread polls its node first: a hand-off coming within
+    // microseconds then costs neither side a futex call. A release that
+    // finds it polling marks the node and does not unpark it; so before it
+    // parks it says, under the lock, that it has stopped, and looks once more.
+    auto handed = [&n] { return n.mark.load(std::memory_order_acquire) != park_mark::none; };
+    if (poll_before_park(handed, kPollNanos)) return true;
+    lock_.lock();
+    n.polling = false;
+    lock_.unlock();
+    if (handed()) return true;
   }
   // Timed out: await_taken has taken the node off the queue under the lock,
   // unless a release marked it first (then the permit is ours).
@@ -78,7 +84,7 @@ void handoff_semaphore::hand_off(std::ptrdiff_t update, std::ptrdiff_t max) noex
   for (;;) {
     int woken = 0;
     while (left > 0 && woken < kBatch && !queue_.empty()) {
-      wake[woken++] = queue_.take(*queue_.front(), park_mark::handed);
+      if (waiter* const who = take_oldest()) wake[woken++] = who;
       --left;
     }
     if (left > 0 && queue_.empty()) {

@@ -735,9 +735,7 @@ TEST(TwaSpinSemaphore, FourThreadsContendingALockMakeProgress) {
 }
 // ---------------------------------------------------------------------------
 // admission::handoff: strict FIFO, permits handed straight to the oldest
-// waiter (never seen in the count while anybody waits), and binary_semaphore's default.
-static_assert(binary_semaphore::default_admission == admission::handoff);
-static_assert(counting_semaphore<2>::default_admission == admission::restricted);
+// waiter (never seen in the count while anybody waits).
 
 class Handoff : public ::testing::TestWithParam<exec_kind> {};
 INSTANTIATE_TEST_SUITE_P(Envs, Handoff, ::testing::ValuesIn(all_exec_kinds()),
@@ -805,7 +803,7 @@ TEST_P(Handoff, ReleaseNReachesWaitersBeyondOneBatchInOrder) {
 // its whole timeout.
 TEST_P(Handoff, HandOffWhileWaitingLeavesNoEarlyTimeout) {
   watchdog dog("handoff then timed wait", 60s);
-  binary_semaphore s(0);
+  binary_semaphore s(0, admission::handoff);
   constexpr int kRounds = 20;
   std::atomic<int> ready{-1};  // the round whose acquire() the waiter is in
   group g(GetParam());
@@ -821,6 +819,37 @@ TEST_P(Handoff, HandOffWhileWaitingLeavesNoEarlyTimeout) {
   for (int i = 0; i < kRounds; ++i) {
     ASSERT_TRUE(eventually([&] { return ready.load() == i && s.waiting() == 1; }));
     s.release();
+  }
+  g.join();
+  EXPECT_EQ(s.available(), 0);
+}
+
+// A thread waiter polls before it parks, and a release that finds it polling
+// does not unpark it; the waiter says under the lock when it stops. Releases
+// land at random points around the poll's end: a wake-up lost there would
+// leave the waiter parked for good (the watchdog's failure).
+TEST_P(Handoff, ReleasesAroundTheEndOfAPollLoseNoWakeUp) {
+  watchdog dog("handoff poll end", 60s);
+  counting_semaphore<> s(0, admission::handoff);
+  constexpr int kRounds = 200;
+  std::atomic<int> got{0};
+  group g(GetParam());
+  g.spawn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      s.acquire();
+      got.fetch_add(1);
+    }
+  });
+  std::mt19937 rng(7);
+  const auto poll = std::chrono::nanoseconds(detail::handoff_semaphore::kPollNanos);
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
+    // Busy-wait 0-2x the poll: a sleep would be rounded up far past it.
+    const auto until = std::chrono::steady_clock::now() + poll * (rng() % 2001) / 1000;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    s.release();
+    ASSERT_TRUE(eventually([&] { return got.load() == i + 1; }));
   }
   g.join();
   EXPECT_EQ(s.available(), 0);

@@ -4,8 +4,8 @@
 //                (Boost.Fiber: work_stealing on 2 threads), wall time
 //   pingpong     two fibers hand a turn back and forth, round trip, on 1 and on
 //                2 workers: Tessera's raw park/unpark, and each hand-off a user
-//                calls — binary_semaphore release→acquire (its default, handoff,
-//                and the TWA semaphore's restricted admission), condition_variable
+//                calls — binary_semaphore release→acquire (the default
+//                admission and admission::handoff), condition_variable
 //                notify→wait (with its mutex), mutex unlock→lock (two fibers
 //                hand over hand around three mutexes), channel send→receive —
 //                each beside Boost.Fiber's same hand-off (for the semaphore and
@@ -127,10 +127,9 @@ double tessera_pingpong_park(unsigned workers, int rounds) {
   return tessera::samples::pingpong_park_ns(workers, rounds);
 }
 
-// `mode`: binary_semaphore's default (admission::handoff), or another admission.
-double tessera_pingpong_sem(
-    unsigned workers, int rounds,
-    tessera::admission mode = tessera::binary_semaphore::default_admission) {
+// `mode`: the default admission (restricted), or another.
+double tessera_pingpong_sem(unsigned workers, int rounds,
+                            tessera::admission mode = tessera::admission::restricted) {
   tessera::runtime rt({.workers = workers});
   return rt.run([rounds, mode] {
     tessera::binary_semaphore ping(0, mode), pong(0, mode);
@@ -521,10 +520,10 @@ int main(int argc, char** argv) {
         tessera::runtime rt({.workers = w});
         return rt.run(fn);
       };
-      const auto [park, sem, sem_r, cv, bcv, mx, bmx, ch, bch] = interleaved_medians(
+      const auto [park, sem, sem_h, cv, bcv, mx, bmx, ch, bch] = interleaved_medians(
           runs, [&] { return tessera_pingpong_park(w, n); },
           [&] { return tessera_pingpong_sem(w, n); },
-          [&] { return tessera_pingpong_sem(w, n, tessera::admission::restricted); },
+          [&] { return tessera_pingpong_sem(w, n, tessera::admission::handoff); },
           [&] {
             return on_tessera([&] {
               return condvar_pingpong<tessera::fiber, tessera::mutex,
@@ -566,9 +565,9 @@ int main(int argc, char** argv) {
       rows.push_back({"pingpong park" + ws, "ns/round trip", park, bcv, true,
                       " (raw park/unpark; Boost: mutex+condvar)"});
       rows.push_back({"  binary_semaphore" + ws, "ns/round trip", sem, bcv, true,
-                      over_park(sem) + " (handoff, the default; Boost: mutex+condvar)"});
-      rows.push_back({"  binary_semaphore restricted" + ws, "ns/round trip", sem_r, bcv, true,
-                      over_park(sem_r) + " (the TWA semaphore; Boost: mutex+condvar)"});
+                      over_park(sem) + " (restricted, the default; Boost: mutex+condvar)"});
+      rows.push_back({"  binary_semaphore handoff" + ws, "ns/round trip", sem_h, bcv, true,
+                      over_park(sem_h) + " (admission::handoff; Boost: mutex+condvar)"});
       rows.push_back(
           {"  condition_variable" + ws, "ns/round trip", cv, bcv, true, over_park(cv)});
       rows.push_back({"  mutex ring" + ws, "ns/round trip", mx, bmx, true, over_park(mx)});

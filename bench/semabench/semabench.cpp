@@ -72,7 +72,7 @@ struct faa_restricted {  // admission::faa_restricted: the FAA semaphore behind 
   void release() { s.release(); }
   void acquire() { s.acquire(); }
 };
-struct handoff {  // admission::handoff: count and FIFO under one lock (binary_semaphore's default)
+struct handoff {  // admission::handoff: the count and a FIFO under one small lock
   static constexpr const char* name = "handoff";
   tessera::counting_semaphore<> s{0, tessera::admission::handoff};
   void release() { s.release(); }

@@ -7,7 +7,7 @@
 // - Admission, chosen per semaphore (`admission`):
 //     fifo        strict first-come-first-enabled: every blocking acquirer takes
 //                 a ticket at once and tickets are served in fetch_add order.
-//     restricted  (default but for binary_semaphore) FIFO among tickets, but
+//     restricted  (default) FIFO among tickets, but
 //                 an acquirer that finds one ticket already queued beyond the
 //                 holders waits in a FIFO lobby without one; the lobby's oldest
 //                 is called in when a permit is free, or forced in after a
@@ -36,15 +36,16 @@
 //                 in after it has been oldest for 1 ms (thread) or 40 µs
 //                 (fiber). FIFO within the queue and within the lobby; an
 //                 acquirer that finds no waiter queued passes the lobby.
-//     handoff     strict FIFO under one small lock (default of binary_semaphore;
-//                 tessera/detail/handoff_semaphore.h): the count and a queue of
-//                 parked callers share the lock, and a release that finds
+//     handoff     strict FIFO under one small lock
+//                 (tessera/detail/handoff_semaphore.h): the count and a queue
+//                 of parked callers share the lock, and a release that finds
 //                 callers queued hands its permits straight to the oldest. The
-//                 cheapest hand-off between two parties (about half the TWA
-//                 semaphore's extra cost over a raw park/unpark); OS threads
-//                 poll about 5 µs before parking. As a lock among more threads
-//                 than cores it convoys as fifo does (a permit handed to a
-//                 descheduled thread waits for it): prefer restricted there.
+//                 cheapest hand-off between fibers (four locked RMWs to the TWA
+//                 semaphore's six); OS threads poll their node about 20 µs
+//                 before parking, but a hand-off between two running threads
+//                 moves one cache line more than the TWA semaphore's (about 2x
+//                 its round trip). As a lock among more threads than cores it
+//                 convoys as fifo does: prefer restricted there.
 //   try_acquire never waits; except under barging it also never barges (it
 //   succeeds only if a permit is free and nobody is queued).
 // - No spurious failure: acquire() returns only with a permit; try_acquire_for/
@@ -100,8 +101,7 @@ enum class admission {
   /// Strict FIFO over every blocking acquirer: the paper's TWA semaphore.
   fifo,
   /// FIFO among queued tickets, with at most one of them queued beyond the
-  /// holders; further acquirers wait in a FIFO lobby (the default, but for
-  /// binary_semaphore).
+  /// holders; further acquirers wait in a FIFO lobby (the default).
   restricted,
   /// No tickets: a free permit goes to whoever takes it first, newcomers
   /// included, with eventual fairness (a waiter older than 1 ms is handed a
@@ -432,19 +432,13 @@ class counting_semaphore {
   /// The largest count the semaphore holds: exactly LeastMaxValue.
   static constexpr std::ptrdiff_t max() noexcept { return LeastMaxValue; }
 
-  /// The admission a semaphore gets unless the constructor is told otherwise:
-  /// handoff for binary_semaphore (at most one permit is ever free, so every
-  /// release is a hand-off to at most one waiter: the case that core is built
-  /// for), restricted for every larger count.
-  static constexpr admission default_admission =
-      LeastMaxValue == 1 ? admission::handoff : admission::restricted;
-
   /// Starts with `desired` free permits; `mode` chooses the admission
-  /// described above (default: default_admission; choosing one is a Tessera
-  /// extension). Throws std::invalid_argument unless 0 <= desired <= max()
+  /// described above (default: restricted; the others are Tessera
+  /// extensions). Throws std::invalid_argument unless 0 <= desired <= max()
   /// (and, for barging, <= 2^62-1).
   /// constexpr, as std::counting_semaphore's: `constinit` globals work.
-  constexpr explicit counting_semaphore(std::ptrdiff_t desired, admission mode = default_admission)
+  constexpr explicit counting_semaphore(std::ptrdiff_t desired,
+                                        admission mode = admission::restricted)
       : core_(desired, max(), mode) {}
   counting_semaphore(const counting_semaphore&) = delete;
   counting_semaphore& operator=(const counting_semaphore&) = delete;

@@ -14,11 +14,14 @@
 //   w1 .. wk queued    queue behind wk, park         hand to w1 .. wmin(n,k), rest to count
 //
 // One lock acquisition on each side and one park/unpark pair: the cheapest
-// hand-off between two parties Tessera has. OS threads poll their node for
-// about kThreadPollNanos before they park. The price is the hand-off convoy
+// hand-off between two fibers Tessera has. OS threads poll their node for
+// about kPollNanos before they park; a release hands a polling thread
+// its permit without an unpark (the thread says, under the lock, when it
+// stops polling). The price is the hand-off convoy
 // of any strict-FIFO lock: among more threads than cores, a permit handed to a
-// descheduled thread idles until it runs (docs/design.md, "binary_semaphore
-// defaults to admission::handoff").
+// descheduled thread idles until it runs; and between two running threads a
+// hand-off moves the lock's line and the waiter's node, one line more than the
+// TWA semaphore's grant (docs/design.md, "admission::handoff").
 #pragma once
 
 #include <atomic>
@@ -35,6 +38,11 @@ namespace tessera::detail {
 
 class handoff_semaphore {
  public:
+  /// How long an OS thread polls its node before it parks, in ns: about the
+  /// TWA semaphore's short-term spin (1,024 PAUSEs), longer than the
+  /// channels' kThreadPollNanos (docs/benchmarks.md, "Constants").
+  static constexpr unsigned kPollNanos = 20000;
+
   /// Throws std::invalid_argument unless 0 <= desired <= max.
   constexpr handoff_semaphore(std::ptrdiff_t desired, std::ptrdiff_t max)
       : count_(static_cast<std::int64_t>(checked_initial(desired, max, max, ""))) {}
@@ -81,9 +89,9 @@ class handoff_semaphore {
       return;
     }
     if (update == 1) {
-      waiter* const who = queue_.take(*queue_.front(), park_mark::handed);
+      waiter* const who = take_oldest();
       lock_.unlock();
-      unpark(who);
+      unpark(who);  // null: it polls, nothing to wake
       return;
     }
     hand_off(update, max);  // unlocks
@@ -96,6 +104,19 @@ class handoff_semaphore {
   std::ptrdiff_t waiting() const noexcept;
 
  private:
+  /// A queued caller. `polling` (guarded by the lock): an OS thread still
+  /// polling its mark, which a release sets without an unpark.
+  struct node : park_node {
+    bool polling = false;
+  };
+  /// Under the lock, callers queued: hands a permit to the oldest and
+  /// returns whom to unpark (null while it polls).
+  waiter* take_oldest() noexcept {
+    auto& oldest = static_cast<node&>(*queue_.front());
+    const bool polling = oldest.polling;  // read first: the node may go once marked
+    waiter* const who = queue_.take(oldest, park_mark::handed);
+    return polling ? nullptr : who;
+  }
   /// Under the lock: takes a free permit if there is one.
   bool take_locked() noexcept {
     const std::int64_t c = count_.load(std::memory_order_relaxed);

@@ -20,9 +20,9 @@ inline constexpr unsigned kThreadPollNanos = 5000;
 /// unparks the caller leaves a permit for a later park(), which is harmless:
 /// every wait loop re-checks its condition.
 template <class Done>
-bool poll_before_park(Done&& done) {
+bool poll_before_park(Done&& done, unsigned ns = kThreadPollNanos) {
   if (!should_spin()) return false;
-  const unsigned steps = relax_steps_for(kThreadPollNanos);
+  const unsigned steps = relax_steps_for(ns);
   for (unsigned i = 0; i < steps; ++i) {
     if (done()) return true;
     cpu_relax();
