@@ -99,6 +99,15 @@ void BM_SemaphorePingPong(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_SemaphorePingPong, tessera::binary_semaphore)->Name("pingpong/tessera::binary_semaphore")->UseRealTime();
 BENCHMARK_TEMPLATE(BM_SemaphorePingPong, std::binary_semaphore)->Name("pingpong/std::binary_semaphore")->UseRealTime();
+// admission::handoff between two OS threads: its polling waiter against the
+// TWA semaphore's spinning one.
+struct handoff_binary_semaphore : tessera::binary_semaphore {
+  explicit handoff_binary_semaphore(std::ptrdiff_t n)
+      : tessera::binary_semaphore(n, tessera::admission::handoff) {}
+};
+BENCHMARK_TEMPLATE(BM_SemaphorePingPong, handoff_binary_semaphore)
+    ->Name("pingpong/tessera::binary_semaphore handoff")
+    ->UseRealTime();
 
 struct posix_sem {
   sem_t s;
