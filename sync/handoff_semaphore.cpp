@@ -19,7 +19,6 @@
 #include "tessera/detail/handoff_semaphore.h"
 
 #include <tessera/detail/cpu.h>
-#include <tessera/detail/poll_before_park.h>
 
 #include "semaphore_errors.h"
 
@@ -52,27 +51,18 @@ bool handoff_semaphore::queue_and_wait(detail::deadline deadline) {
     lock_.unlock();
     return false;
   }
-  node n;
+  park_node n;
   n.who = self();
+  // An OS thread polls its node first (poll_then_await): a hand-off coming
+  // within microseconds then costs neither side a futex call, nor the
+  // releaser an unpark.
   n.polling = n.who->ops->is_os_thread;
   queue_.push_back(n);
   lock_.unlock();
   const wait_scope scope(n.who, "counting_semaphore", this);
-  if (n.polling) {
-    // An OS thread polls its node first: a hand-off coming within
-    // microseconds then costs neither side a futex call. A release that
-    // finds it polling marks the node and does not unpark it; so before it
-    // parks it says, under the lock, that it has stopped, and looks once more.
-    auto handed = [&n] { return n.mark.load(std::memory_order_acquire) != park_mark::none; };
-    if (poll_before_park(handed, kPollNanos)) return true;
-    lock_.lock();
-    n.polling = false;
-    lock_.unlock();
-    if (handed()) return true;
-  }
-  // Timed out: await_taken has taken the node off the queue under the lock,
-  // unless a release marked it first (then the permit is ours).
-  return await_taken(n, deadline, lock_, queue_, [] {}) != park_mark::none;
+  // Timed out: the node has left the queue under the lock, unless a release
+  // marked it first (then the permit is ours).
+  return poll_then_await(n, deadline, lock_, queue_, kPollNanos) != park_mark::none;
 }
 
 void handoff_semaphore::hand_off(std::ptrdiff_t update, std::ptrdiff_t max) noexcept {

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -240,9 +242,9 @@ TEST_P(ChannelIn, TimedCallsTimeOutNeverEarlyAndKeepTheirValues) {
 }
 
 // A receiver served just as it starts waiting (an OS thread is then still
-// polling its node, so the sender's unpark leaves a permit behind) still waits
-// out the whole of its next timed receive: the leftover permit is a spurious
-// wake-up, and the wait re-checks and parks again.
+// polling its node; a sender that unparks it anyway leaves a permit behind)
+// still waits out the whole of its next timed receive: a leftover permit is a
+// spurious wake-up, and the wait re-checks and parks again.
 TEST_P(ChannelIn, HandOffWhileWaitingLeavesNoEarlyTimeout) {
   watchdog dog("channel hand-off then timed wait", 60s);
   channel<int> ch(capacity());
@@ -263,6 +265,36 @@ TEST_P(ChannelIn, HandOffWhileWaitingLeavesNoEarlyTimeout) {
   for (int i = 0; i < kRounds; ++i) {
     ASSERT_TRUE(eventually([&] { return ready.load() == i && ch.waiting_receivers() == 1; }));
     ASSERT_TRUE(ch.send(i));
+  }
+  g.join();
+}
+
+// A sender that finds an OS thread still polling its node does not unpark it;
+// the receiver says under the channel's lock when it stops polling. Sends land
+// at random points around the end of the poll: a wake-up lost there would
+// leave the receiver parked for good.
+TEST_P(ChannelIn, SendsAroundTheEndOfAPollLoseNoWakeUp) {
+  watchdog dog("channel poll end", 60s);
+  channel<int> ch(capacity());
+  constexpr int kRounds = 200;
+  std::atomic<int> got{0};
+  group g(kind());
+  g.spawn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      ASSERT_EQ(ch.receive(), std::optional<int>(i));
+      got.fetch_add(1);
+    }
+  });
+  std::mt19937 rng(11);
+  const auto poll = std::chrono::nanoseconds(detail::kThreadPollNanos);
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_TRUE(eventually([&] { return ch.waiting_receivers() == 1; }));
+    // Busy-wait 0-2x the poll: a sleep would be rounded up far past it.
+    const auto until = std::chrono::steady_clock::now() + poll * (rng() % 2001) / 1000;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ASSERT_TRUE(ch.send(i));
+    ASSERT_TRUE(eventually([&] { return got.load() == i + 1; }));
   }
   g.join();
 }

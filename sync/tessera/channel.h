@@ -270,17 +270,12 @@ class channel : public detail::channel_api<channel<T>, T> {
   /// `list` and parks until it is taken (success or closed) or the deadline
   /// passes (it leaves: timeout).
   channel_status park_in(detail::park_list& list, detail::park_node& n, detail::deadline deadline) {
+    // An OS thread polls its node before it parks, and a counterpart that
+    // takes it meanwhile does not unpark it (poll_then_await).
+    n.polling = n.who->ops->is_os_thread;
     list.push_back(n);
     lock_.unlock();
-    // An OS thread polls its node before it parks (poll_before_park).
-    detail::park_mark given = detail::park_mark::none;
-    if (detail::poll_before_park([&] {
-          given = n.mark.load(std::memory_order_acquire);
-          return given != detail::park_mark::none;
-        })) {
-      return outcome(given);
-    }
-    return outcome(detail::await_taken(n, deadline, lock_, list, [] {}));
+    return outcome(detail::poll_then_await(n, deadline, lock_, list));
   }
 
   std::size_t queued(const detail::park_list& list) const noexcept {

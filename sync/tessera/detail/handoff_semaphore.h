@@ -104,19 +104,9 @@ class handoff_semaphore {
   std::ptrdiff_t waiting() const noexcept;
 
  private:
-  /// A queued caller. `polling` (guarded by the lock): an OS thread still
-  /// polling its mark, which a release sets without an unpark.
-  struct node : park_node {
-    bool polling = false;
-  };
   /// Under the lock, callers queued: hands a permit to the oldest and
-  /// returns whom to unpark (null while it polls).
-  waiter* take_oldest() noexcept {
-    auto& oldest = static_cast<node&>(*queue_.front());
-    const bool polling = oldest.polling;  // read first: the node may go once marked
-    waiter* const who = queue_.take(oldest, park_mark::handed);
-    return polling ? nullptr : who;
-  }
+  /// returns whom to unpark (null while it polls: park_list::mark).
+  waiter* take_oldest() noexcept { return queue_.take(*queue_.front(), park_mark::handed); }
   /// Under the lock: takes a free permit if there is one.
   bool take_locked() noexcept {
     const std::int64_t c = count_.load(std::memory_order_relaxed);

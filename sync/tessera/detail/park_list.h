@@ -1,7 +1,8 @@
 // tessera/detail/park_list.h — the intrusive FIFO of parked callers that every
-// queue-based bouncer shares (mutexes, reader-writer lock, condition variables),
-// the park-until-taken loop with timed withdrawal, and the barge-spin-queue
-// loop of the barging locks.
+// queue-based bouncer shares (mutexes, reader-writer lock, condition variables,
+// channels, the hand-off semaphore), the park-until-taken loop with timed
+// withdrawal and its polling form, and the barge-spin-queue loop of the
+// barging locks.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
+#include "tessera/detail/poll_before_park.h"
 #include "tessera/detail/tick_clock.h"
 #include "tessera/park.h"
 
@@ -34,6 +36,9 @@ struct park_node {
   park_node* next = nullptr;
   park_node* prev = nullptr;
   std::atomic<park_mark> mark{park_mark::none};
+  /// Guarded by the owner's lock: an OS thread still polling `mark`
+  /// (poll_then_await), which whoever takes the node need not unpark.
+  bool polling = false;
 };
 
 /// A doubly linked FIFO of park_nodes. Not synchronized: the owner guards it
@@ -98,10 +103,11 @@ class park_list {
   }
 
   /// Marks an unlinked node with `how` (not park_mark::none) and returns whom
-  /// to unpark. The node may die as soon as the store lands: read everything
-  /// else first.
+  /// to unpark: null while its owner still polls (it sees the mark without
+  /// one). The node may die as soon as the store lands: read everything else
+  /// first.
   static waiter* mark(park_node& n, park_mark how) noexcept {
-    waiter* who = n.who;
+    waiter* who = n.polling ? nullptr : n.who;
     n.mark.store(how, std::memory_order_release);
     return who;
   }
@@ -148,6 +154,30 @@ park_mark await_taken(park_node& n, detail::deadline deadline, Lock& lock, park_
     lock.unlock();
     return v;
   }
+}
+
+/// await_taken() for a caller that queued `n` under `lock` with `n.polling`
+/// set to whether it is an OS thread: such a caller polls the mark for about
+/// `poll_ns` first (poll_before_park), and whoever takes the node meanwhile
+/// marks it without an unpark (park_list::mark). Before it parks it clears
+/// `polling` under the lock and looks once more, so a taker after that
+/// unparks it. A fiber awaits at once.
+template <class Lock>
+park_mark poll_then_await(park_node& n, detail::deadline deadline, Lock& lock, park_list& list,
+                          unsigned poll_ns = kThreadPollNanos) {
+  if (n.polling) {
+    park_mark given = park_mark::none;
+    auto taken = [&] {
+      given = n.mark.load(std::memory_order_acquire);
+      return given != park_mark::none;
+    };
+    if (poll_before_park(taken, poll_ns)) return given;
+    lock.lock();
+    n.polling = false;
+    lock.unlock();
+    if (taken()) return given;
+  }
+  return await_taken(n, deadline, lock, list, [] {});
 }
 
 /// The queueing step of the barging primitives (mutex_core, shared_timed_mutex,
