@@ -15,13 +15,13 @@
 //
 // One lock acquisition on each side and one park/unpark pair: the cheapest
 // hand-off between two fibers Tessera has. OS threads poll their node for
-// about kPollNanos before they park; a release hands a polling thread
-// its permit without an unpark (the thread says, under the lock, when it
-// stops polling). The price is the hand-off convoy
-// of any strict-FIFO lock: among more threads than cores, a permit handed to a
-// descheduled thread idles until it runs; and between two running threads a
-// hand-off moves the lock's line and the waiter's node, one line more than the
-// TWA semaphore's grant (docs/design.md, "admission::handoff").
+// about kPollNanos before they park; a release hands a polling thread its
+// permit without an unpark (the thread says, under the lock, when it stops
+// polling). The price is the hand-off convoy of any strict-FIFO lock: among
+// more threads than cores, a permit handed to a descheduled thread idles
+// until it runs; and between two running threads a hand-off moves the lock's
+// line and the waiter's node, one line more than the TWA semaphore's grant
+// (docs/design.md, "admission::handoff").
 #pragma once
 
 #include <atomic>
