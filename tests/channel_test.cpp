@@ -299,6 +299,33 @@ TEST_P(ChannelIn, SendsAroundTheEndOfAPollLoseNoWakeUp) {
   g.join();
 }
 
+// close() takes the parked callers one by one. One that an OS thread still
+// polls is taken without an unpark; close() must go on to the ones behind it.
+// Receivers that take items in a tight loop re-queue at once, so when the last
+// producer closes the channel a thread among them is often polling at the
+// front with others parked behind: many short rounds of that. A close() that
+// stopped at the polling node would leave the others parked for good (the
+// runtime's deadlock report, or the watchdog).
+TEST_P(ChannelIn, CloseReachesReceiversBehindOneStillPolling) {
+  watchdog dog("channel close behind a poll", 60s);
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  for (int round = 0; round < 100 && std::chrono::steady_clock::now() < until; ++round) {
+    channel<int> ch(capacity());
+    std::atomic<int> closed_seen{0}, producers_left{2};
+    run_all(kind(), 6, [&](int id) {
+      if (id < 2) {
+        for (int i = 0; i < 50; ++i) ASSERT_TRUE(ch.send(i));
+        if (producers_left.fetch_sub(1) == 1) ch.close();
+        return;
+      }
+      while (ch.receive()) {
+      }
+      closed_seen.fetch_add(1);
+    });
+    ASSERT_EQ(closed_seen.load(), 4) << "round " << round;
+  }
+}
+
 // Senders and receivers with tiny timeouts race each other: whatever the
 // timeouts do, every value sent with success is received exactly once.
 TEST_P(ChannelIn, TimedStressLosesAndDuplicatesNothing) {

@@ -127,9 +127,12 @@ class channel : public detail::channel_api<channel<T>, T> {
         list = &receivers_;
         n = claim_front(receivers_);
       }
-      waiter* who = n != nullptr ? list->take(*n, kClosed) : nullptr;
+      if (n == nullptr) {
+        lock_.unlock();
+        return;
+      }
+      waiter* who = list->take(*n, kClosed);  // null: a thread still polls it
       lock_.unlock();
-      if (who == nullptr) return;
       unpark(who);
     }
   }
