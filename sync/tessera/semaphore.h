@@ -91,7 +91,6 @@
 #include <limits>
 #include <memory>
 #include <new>
-#include <utility>
 #include <vector>
 
 namespace tessera {
