@@ -56,8 +56,7 @@ bool handoff_semaphore::queue_and_wait(detail::deadline deadline) {
   // An OS thread polls its node first (poll_then_await): a hand-off coming
   // within microseconds then costs neither side a futex call, nor the
   // releaser an unpark.
-  n.polling = n.who->ops->is_os_thread;
-  queue_.push_back(n);
+  queue_.push_back_polling(n);
   lock_.unlock();
   const wait_scope scope(n.who, "counting_semaphore", this);
   // Timed out: the node has left the queue under the lock, unless a release

@@ -275,8 +275,7 @@ class channel : public detail::channel_api<channel<T>, T> {
   channel_status park_in(detail::park_list& list, detail::park_node& n, detail::deadline deadline) {
     // An OS thread polls its node before it parks, and a counterpart that
     // takes it meanwhile does not unpark it (poll_then_await).
-    n.polling = n.who->ops->is_os_thread;
-    list.push_back(n);
+    list.push_back_polling(n);
     lock_.unlock();
     return outcome(detail::poll_then_await(n, deadline, lock_, list));
   }

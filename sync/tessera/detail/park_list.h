@@ -66,6 +66,12 @@ class park_list {
     }
     tail_ = &n;
   }
+  /// push_back() for a caller that will wait in poll_then_await(): an OS
+  /// thread's node is marked as polling first, so a taker will not unpark it.
+  void push_back_polling(park_node& n) noexcept {
+    n.polling = n.who->ops->is_os_thread;
+    push_back(n);
+  }
   void push_front(park_node& n) noexcept {
     n.prev = nullptr;
     n.next = front();
@@ -156,12 +162,12 @@ park_mark await_taken(park_node& n, detail::deadline deadline, Lock& lock, park_
   }
 }
 
-/// await_taken() for a caller that queued `n` under `lock` with `n.polling`
-/// set to whether it is an OS thread: such a caller polls the mark for about
-/// `poll_ns` first (poll_before_park), and whoever takes the node meanwhile
-/// marks it without an unpark (park_list::mark). Before it parks it clears
-/// `polling` under the lock and looks once more, so a taker after that
-/// unparks it. A fiber awaits at once.
+/// await_taken() for a caller that queued `n` under `lock` with
+/// push_back_polling(): an OS thread polls the mark for about `poll_ns` first
+/// (poll_for; `n.polling` already says it is a thread), and whoever takes the
+/// node meanwhile marks it without an unpark (park_list::mark). Before it
+/// parks it clears `polling` under the lock and looks once more, so a taker
+/// after that unparks it. A fiber awaits at once.
 template <class Lock>
 park_mark poll_then_await(park_node& n, detail::deadline deadline, Lock& lock, park_list& list,
                           unsigned poll_ns = kThreadPollNanos) {
@@ -171,7 +177,7 @@ park_mark poll_then_await(park_node& n, detail::deadline deadline, Lock& lock, p
       given = n.mark.load(std::memory_order_acquire);
       return given != park_mark::none;
     };
-    if (poll_before_park(taken, poll_ns)) return given;
+    if (poll_for(taken, poll_ns)) return given;
     lock.lock();
     n.polling = false;
     lock.unlock();
