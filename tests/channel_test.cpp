@@ -289,10 +289,7 @@ TEST_P(ChannelIn, SendsAroundTheEndOfAPollLoseNoWakeUp) {
   const auto poll = std::chrono::nanoseconds(detail::kThreadPollNanos);
   for (int i = 0; i < kRounds; ++i) {
     ASSERT_TRUE(eventually([&] { return ch.waiting_receivers() == 1; }));
-    // Busy-wait 0-2x the poll: a sleep would be rounded up far past it.
-    const auto until = std::chrono::steady_clock::now() + poll * (rng() % 2001) / 1000;
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    spin_for(poll * (rng() % 2001) / 1000);  // 0-2x the poll
     ASSERT_TRUE(ch.send(i));
     ASSERT_TRUE(eventually([&] { return got.load() == i + 1; }));
   }

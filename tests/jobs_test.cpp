@@ -355,11 +355,7 @@ TEST(JobsPriority, AHighJobOvertakesAFloodOfLowJobs) {
   task_group low(rt, priority::low), high(rt, priority::high);
   std::atomic<int> low_done{0};
   std::atomic<int> low_done_at_high{-1};
-  auto spin = [] {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  };
+  auto spin = [] { test::spin_for(std::chrono::microseconds(20)); };
   // Queue from a job so that everything goes on the one worker's queue.
   task_group setup(rt);
   setup.run([&] {

@@ -850,10 +850,7 @@ TEST_P(Handoff, ReleasesAroundTheEndOfAPollLoseNoWakeUp) {
   const auto poll = std::chrono::nanoseconds(detail::handoff_semaphore::kPollNanos);
   for (int i = 0; i < kRounds; ++i) {
     ASSERT_TRUE(eventually([&] { return s.waiting() == 1; }));
-    // Busy-wait 0-2x the poll: a sleep would be rounded up far past it.
-    const auto until = std::chrono::steady_clock::now() + poll * (rng() % 2001) / 1000;
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    spin_for(poll * (rng() % 2001) / 1000);  // 0-2x the poll
     s.release();
     ASSERT_TRUE(eventually([&] { return got.load() == i + 1; }));
   }

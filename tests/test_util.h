@@ -40,6 +40,15 @@ bool eventually(Cond&& cond, std::chrono::milliseconds limit = 10s) {
   return true;
 }
 
+/// Busy-waits `d` on the steady clock: for delays of microseconds, which a
+/// sleep would round up far past (work that takes time, or a counterpart
+/// landing at a chosen point of a short poll).
+inline void spin_for(std::chrono::nanoseconds d) {
+  const auto until = clock::now() + d;
+  while (clock::now() < until) {
+  }
+}
+
 /// Aborts the process with a message if not disarmed within `limit`: a hung
 /// stress test fails loudly instead of stalling CI.
 class watchdog {
