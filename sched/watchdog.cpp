@@ -145,12 +145,19 @@ void runtime_impl::watchdog_main() {
                << opts.stall_threshold.count() << " ms)\n";
         // Where it is now: the worker's live registers, which a signal
         // takes, and from them its stack (read as it may still change).
+        // ThreadSanitizer runs a signal handler where it chooses, possibly
+        // amid its own fiber bookkeeping, and has crashed doing so; under it
+        // the report goes without the backtrace rather than risk the program.
+#if TESSERA_TSAN
+        report << "    (no backtrace: a ThreadSanitizer build does not signal a running worker)\n";
+#else
         if (const pthread_t t = w.native_thread(); t != pthread_t{}) {
           if (const auto regs = registers_of_thread(t, kStallBacktraceWait)) {
             const stack_mem stack = f->stack_snapshot();
             write_backtrace(report, backtrace_from(*regs, stack.bottom(), stack.top()));
           }
         }
+#endif
         std::fputs(report.str().c_str(), stderr);
       }
     }
