@@ -23,9 +23,9 @@
 namespace tessera::sched {
 
 /// The registers of what `thread` runs, taken by a signal, or nothing if it
-/// did not answer within `timeout` (a thread blocked with SIGURG masked, or
-/// under ThreadSanitizer, which delivers signals late). Any thread but
-/// `thread`; concurrent calls take turns.
+/// did not answer within `timeout` (a thread blocked with SIGURG masked).
+/// Any thread but `thread`; concurrent calls take turns. Not called in a
+/// ThreadSanitizer build (sched/watchdog.cpp says why).
 std::optional<register_set> registers_of_thread(pthread_t thread,
                                                 std::chrono::milliseconds timeout);
 
