@@ -27,7 +27,7 @@ fiber_record* worker::idle() {
       for (unsigned i = 1;; ++i) {
         if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
             !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-          note_io(rt.io.poll(0));
+          note_io(rt.io.poll(std::chrono::nanoseconds(0)));
           rt.io.polling.store(false, std::memory_order_release);
         }
         f = find_work((i & 31) == 0);
@@ -81,19 +81,14 @@ fiber_record* worker::idle() {
         timed = true;
       }
       if (in_poller) {
-        int ms = -1;
-        if (timed) {
-          const auto left = deadline - steady::now();
-          ms = left <= left.zero()
-                   ? 0
-                   : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-        }
+        std::chrono::nanoseconds wait{-1};  // for ever
+        if (timed) wait = std::max(deadline - steady::now(), std::chrono::nanoseconds(0));
         // Hold the polling token from the check to the end of the wait: a
         // non-blocking poll of a spinner that started before we became the
         // poll sleeper could otherwise deliver (and so swallow) the wake-up
         // meant for us after our check, and we would sleep through it.
         while (rt.io.polling.exchange(true, std::memory_order_acquire)) cpu_relax();
-        if (sleep_word_.load(std::memory_order_seq_cst) == 1) note_io(rt.io.poll(ms));
+        if (sleep_word_.load(std::memory_order_seq_cst) == 1) note_io(rt.io.poll(wait));
         rt.io.polling.store(false, std::memory_order_release);
       } else {
         futex_wait(&sleep_word_, std::uint32_t{1},

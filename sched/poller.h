@@ -33,8 +33,8 @@
 //
 // Integration with the idle protocol (idle.cpp): once a descriptor is
 // registered, a worker about to sleep becomes the runtime's one poll sleeper
-// if nobody is (poll_sleeper CAS) and waits in epoll_wait (timeout: its sleep
-// deadline) instead of on its futex; wake_if_sleeping() writes the eventfd
+// if nobody is (poll_sleeper CAS) and waits in epoll_pwait2 (timeout: its
+// sleep deadline, in nanoseconds) instead of on its futex; wake_if_sleeping() writes the eventfd
 // for a worker that sleeps there. Busy workers poll without blocking every
 // kIoPollTicks of the CPU clock (worker.cpp), so ready sockets are not
 // starved while fibers keep running (cooperatively: a fiber that never parks
@@ -126,9 +126,12 @@ class poller {
   static void unregister_desc(poll_desc& d) noexcept;
   /// Whether any descriptor was ever registered (then workers sleep in epoll).
   bool active() const noexcept { return active_.load(std::memory_order_acquire); }
-  /// Waits up to `timeout_ms` (-1: for ever, 0: not at all) for readiness and
-  /// delivers it (unparking waiters). Returns the number of descriptors ready.
-  int poll(int timeout_ms) noexcept;
+  /// Waits up to `timeout` (negative: for ever, 0: not at all) for readiness
+  /// and delivers it (unparking waiters). Returns the number of descriptors
+  /// ready. The timeout keeps its nanoseconds (epoll_pwait2, io_uring's
+  /// timespec); only a kernel without epoll_pwait2 (before 5.11) rounds it up
+  /// to whole milliseconds.
+  int poll(std::chrono::nanoseconds timeout) noexcept;
   /// Makes a poll() in progress (or the next) return.
   void wake() noexcept;
   /// The backend in use: epoll or io_uring.
@@ -155,7 +158,7 @@ class poller {
   void uring_remove(poll_desc& d) noexcept;
   void uring_rearm(poll_desc& d, std::uint16_t registration) noexcept;
   void uring_wake() noexcept;
-  int uring_poll(int timeout_ms) noexcept;
+  int uring_poll(std::chrono::nanoseconds timeout) noexcept;
   void uring_destroy() noexcept;
   friend void notify_readiness(std::atomic<std::uintptr_t>& word) noexcept;
 

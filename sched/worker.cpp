@@ -101,7 +101,7 @@ void worker::tend_timers_and_io() {
       io_polled_at_ = t;
       if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
           !rt.io.polling.exchange(true, std::memory_order_acquire)) {
-        note_io(rt.io.poll(0));
+        note_io(rt.io.poll(std::chrono::nanoseconds(0)));
         rt.io.polling.store(false, std::memory_order_release);
       }
     }
