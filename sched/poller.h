@@ -34,11 +34,11 @@
 // Integration with the idle protocol (idle.cpp): once a descriptor is
 // registered, a worker about to sleep becomes the runtime's one poll sleeper
 // if nobody is (poll_sleeper CAS) and waits in epoll_pwait2 (timeout: its
-// sleep deadline, in nanoseconds) instead of on its futex; wake_if_sleeping() writes the eventfd
-// for a worker that sleeps there. Busy workers poll without blocking every
-// kIoPollTicks of the CPU clock (worker.cpp), so ready sockets are not
-// starved while fibers keep running (cooperatively: a fiber that never parks
-// holds its worker).
+// sleep deadline, in nanoseconds) instead of on its futex; wake_if_sleeping()
+// writes the eventfd for a worker that sleeps there. Busy workers poll without
+// blocking every kIoPollTicks of the CPU clock (worker.cpp), so ready sockets
+// are not starved while fibers keep running (cooperatively: a fiber that
+// never parks holds its worker).
 #pragma once
 
 #include <atomic>
