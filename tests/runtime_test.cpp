@@ -299,9 +299,7 @@ TEST(Scheduler, IdleWorkersStealWork) {
     for (int i = 0; i < 64; ++i) {
       fs.emplace_back([&] {
         // CPU-bound for ~3 ms: the spawning worker cannot run them all soon.
-        const auto until = clock::now() + 3ms;
-        while (clock::now() < until) {
-        }
+        spin_for(3ms);
         std::lock_guard lock(mu);
         threads_seen.insert(std::this_thread::get_id());
       });
@@ -509,8 +507,7 @@ TEST(Scheduler, AWokenFiberIsStolenWhenItsWakerRunsOn) {
         // happened in most runs).
         fiber a([&] {
           while (!b_arrived.load()) this_fiber::yield();
-          for (const auto t = clock::now() + 1ms; clock::now() < t;) {
-          }
+          spin_for(1ms);
           started.arrive_and_wait();
           const auto give_up = clock::now() + 10s;
           while (!b_ran.load() && clock::now() < give_up) {
