@@ -170,22 +170,37 @@ for server in tessera:18080 go:18081 nginx:18082; do
   echo "$name,open-loop-$rate,$(sed -E 's/.*p50 ([0-9]+) us, p99 ([0-9]+) us, p99.9 ([0-9]+) us/\1,\2,\3/' <<<"$line")" >> out/netbench.csv
 done
 
-# TCP echo: round trips per second.
+# TCP echo: round trips per second. A point that follows a 100-connection
+# point can run a third slower for several seconds, whichever server it
+# measures (the ceiling too), so each row runs twice, in the order below and
+# then reversed, and each server keeps the better of its two points.
 echo
 declare -A echo_rt
+echo_servers=(tessera:17080 go:17081 threads:17084 ceiling:17085)
 for size in 64 4096; do
   for conns in 1 100; do
-    for server in tessera:17080 go:17081 threads:17084 ceiling:17085; do
-      name="${server%%:*}"; port="${server##*:}"
-      echo "netbench: echo $name, $size B, $conns connections ..."
-      if [[ $name == ceiling ]]; then
-        start ceiling 17085 build/release/bench/thread_server --mode epoll-echo --port 17085
+    for pass in 1 2; do
+      order=("${echo_servers[@]}")
+      if ((pass == 2)); then
+        order=()
+        for ((i = ${#echo_servers[@]} - 1; i >= 0; i--)); do order+=("${echo_servers[i]}"); done
       fi
-      line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
-      if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
-      r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
-      echo_rt["$name,$size,$conns"]="$r"
-      echo "echo-$name,$size B x $conns,$r" >> out/netbench.csv
+      for server in "${order[@]}"; do
+        name="${server%%:*}"; port="${server##*:}"
+        echo "netbench: echo $name, $size B, $conns connections (pass $pass of 2) ..."
+        if [[ $name == ceiling ]]; then
+          start ceiling 17085 build/release/bench/thread_server --mode epoll-echo --port 17085
+        fi
+        line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
+        if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
+        r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
+        key="$name,$size,$conns"
+        if [[ -z ${echo_rt[$key]:-} ]] || ((r > echo_rt[$key])); then echo_rt["$key"]="$r"; fi
+      done
+    done
+    for server in "${echo_servers[@]}"; do
+      name="${server%%:*}"
+      echo "echo-$name,$size B x $conns,${echo_rt[$name,$size,$conns]}" >> out/netbench.csv
     done
   done
 done
