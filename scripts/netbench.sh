@@ -177,14 +177,12 @@ done
 echo
 declare -A echo_rt
 echo_servers=(tessera:17080 go:17081 threads:17084 ceiling:17085)
+echo_reversed=()
+for ((i = ${#echo_servers[@]} - 1; i >= 0; i--)); do echo_reversed+=("${echo_servers[i]}"); done
 for size in 64 4096; do
   for conns in 1 100; do
     for pass in 1 2; do
-      order=("${echo_servers[@]}")
-      if ((pass == 2)); then
-        order=()
-        for ((i = ${#echo_servers[@]} - 1; i >= 0; i--)); do order+=("${echo_servers[i]}"); done
-      fi
+      if ((pass == 1)); then order=("${echo_servers[@]}"); else order=("${echo_reversed[@]}"); fi
       for server in "${order[@]}"; do
         name="${server%%:*}"; port="${server##*:}"
         echo "netbench: echo $name, $size B, $conns connections (pass $pass of 2) ..."
@@ -194,6 +192,7 @@ for size in 64 4096; do
         line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
         if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
         r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
+        echo "  $r round trips/s"
         key="$name,$size,$conns"
         if [[ -z ${echo_rt[$key]:-} ]] || ((r > echo_rt[$key])); then echo_rt["$key"]="$r"; fi
       done
