@@ -292,6 +292,11 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     unpark(who);
     return true;
   }
+  /// Polls `done()` up to `spins` times, a PAUSE between polls.
+  template <class Done>
+  static void spin_until(std::uint32_t spins, Done&& done) noexcept {
+    for (std::uint32_t k = 0; k < spins && !done(); ++k) detail::cpu_relax();
+  }
   /// Waits until `done()` (spinning kSpins PAUSEs, then yielding): for an
   /// operation in flight that a try_ call must not overtake.
   template <class Done>
@@ -319,9 +324,10 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
-  /// final state.
+  /// final state. An OS thread spins first unless `spun` (it spun before it
+  /// registered).
   std::uintptr_t await(cell& c, std::uintptr_t mine, detail::deadline d, const char* kind,
-                       std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone);
+                       std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone, bool spun);
   /// The frozen send index of a closed channel (close() publishes it just
   /// after it sets the bit).
   std::uint64_t closed_at() const noexcept {
@@ -350,9 +356,9 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
 template <class T>
 std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::deadline d,
                                           const char* kind, std::atomic<std::ptrdiff_t>& parked,
-                                          std::uintptr_t gone) {
+                                          std::uintptr_t gone, bool spun) {
   std::uintptr_t st = mine;
-  if (should_spin()) {
+  if (!spun && should_spin()) {
     for (std::uint32_t k = 0; k < kSpins && (st = c.state.load(std::memory_order_acquire)) == mine;
          ++k) {
       detail::cpu_relax();
@@ -439,6 +445,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
                                                                    bool try_only,
                                                                    select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  bool spun = false;
   for (;;) {
     if (is_receiver(st)) {
       auto give = [&](record& r) { static_cast<std::optional<T>*>(r.data)->emplace(std::move(v)); };
@@ -463,6 +470,15 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       st = await_arrival(c, st);
       continue;
     }
+    if (st == kEmpty && !spun && slot == nullptr && capacity_ > 0 && should_spin()) {
+      // An OS thread that must wait for room: the room usually comes soon.
+      // Waiting for it here first spares both sides the record: the receive
+      // that owes the buffer's end its move past s marks the cell IN_BUFFER
+      // (receives pay that move before they wait, so it is never held up).
+      spun = true;
+      spin_until(kSpins, [&] { return (st = c.state.load(std::memory_order_acquire)) != kEmpty; });
+      continue;
+    }
     if (st == kEmpty) {
       record me{self(), &v};
       record& rec = record_for(slot, me);
@@ -472,7 +488,8 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
         parked_senders_.fetch_add(1, std::memory_order_relaxed);
         return kRegistered;
       }
-      const std::uintptr_t end = await(c, mine, d, "channel send", parked_senders_, kSenderGone);
+      const std::uintptr_t end =
+          await(c, mine, d, "channel send", parked_senders_, kSenderGone, spun);
       return done(end == kDone || end == kBuffered ? channel_status::success
                   : end == kSenderGone             ? channel_status::timeout
                                                    : channel_status::closed);
@@ -505,7 +522,11 @@ channel_status lockfree_channel<T>::receive_impl(std::optional<T>& out, detail::
       }
     } else {
       r = receives_.fetch_add(1, std::memory_order_seq_cst);
-      if (is_closed() && r >= closed_at()) {
+      // closed_at_, not the send index's bit: the send index's line stays
+      // with the senders. A close whose frozen index this load misses sees r
+      // among the receives and breaks cell r (close()).
+      const std::uint64_t at = closed_at_.load(std::memory_order_seq_cst);
+      if (at != kUnknown && r >= at) {
         cells_.drop(held, kReceiveSide);
         return channel_status::closed;
       }
@@ -529,6 +550,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
     cell& c, std::optional<T>& out, detail::deadline d, bool try_only, bool& expands,
     select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
+  bool spun = false;
   for (;;) {
     if (st == kBuffered) {
       out.emplace(std::move(*c.value()));
@@ -553,6 +575,23 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         st = await_arrival(c, st);
         continue;
       }
+      if (!spun && slot == nullptr && capacity_ > 0 && should_spin()) {
+        // An OS thread at an empty cell of a buffered channel: its sender is
+        // usually close behind. Waiting for the value here first spares both
+        // sides the record (the sender buffers, as if this receive were
+        // late). Pay the buffer's end first, as below.
+        spun = true;
+        if (expands) {
+          expand_buffer();
+          expands = false;
+        }
+        const std::uintptr_t was = st;
+        spin_until(kSpins, [&] {
+          st = c.state.load(std::memory_order_acquire);
+          return st != kEmpty && st != kInBuffer;
+        });
+        if (st != was) continue;
+      }
       record me{self(), &out};
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
@@ -568,7 +607,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         return kRegistered;
       }
       const std::uintptr_t end =
-          await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone);
+          await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone, spun);
       if (end == kDone) return done(channel_status::success);
       if (end == kReceiverGone) return done(channel_status::timeout);
       return kRetry;  // broken by close: drain on, or find it closed
@@ -611,8 +650,9 @@ void lockfree_channel<T>::expand_buffer() noexcept {
     // Walk even when there is nothing to do, so that this side's pointer
     // keeps up and reclamation is not held back by it.
     const auto [seg, c] = cells_.at(held, b, kBufferSide);
-    // No sender at b yet: the one that comes finds b inside the buffer.
-    const bool wasted = b < send_limit() && expand_in(*c);
+    // Mark the cell even if its sender has not come, so that the sender
+    // finds IN_BUFFER and need not read the receive and buffer-end indices.
+    const bool wasted = expand_in(*c);
     cells_.drop(seg, kBufferSide);
     if (!wasted) return;
   }
@@ -673,7 +713,7 @@ template <class T>
 void lockfree_channel<T>::close() noexcept {
   const std::uint64_t s = sends_.fetch_or(kClosedBit, std::memory_order_seq_cst);
   if ((s & kClosedBit) != 0) return;
-  closed_at_.store(s, std::memory_order_release);
+  closed_at_.store(s, std::memory_order_seq_cst);  // before the load of receives_
   // Cells between the indices: receivers past the frozen send index, or
   // senders' cells no receiver has reached yet.
   const std::uint64_t r = receives_.load(std::memory_order_seq_cst);

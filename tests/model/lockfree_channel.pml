@@ -2,9 +2,12 @@
  * a buffered channel of capacity C: the send, receive and buffer-end indices
  * (fetch-and-add), the cell states EMPTY, IN_BUFFER, BUFFERED, a waiting
  * sender or receiver, BUSY, DONE, SENDER_GONE, RECEIVER_GONE and CLOSED, the
- * expansion of the buffer's end (and its retry past a cell whose sender gave
- * up), timed waits on both sides, and close() breaking the cells between the
- * indices. Segments are not modelled: the cells sit in a segment_list, whose
+ * expansion of the buffer's end (marking a cell whether or not its sender
+ * has come, and its retry past a cell whose sender gave up), timed waits on
+ * both sides, a receive that pays its move before it registers (an OS
+ * thread's spin) or after, and close(): the send index's closed bit, then
+ * the frozen index published for receives, then the cells between the
+ * indices broken. Segments are not modelled: the cells sit in a segment_list, whose
  * hold protocol and reclamation tests/model/segment_queue.pml checks.
  *
  * Processes: NS senders, each sending one distinct value (sender 0 may time
@@ -24,7 +27,9 @@
  * in the buffer), -DNO_BUSY (a counterpart takes a waiting sender's value
  * without claiming the cell first, racing the sender's timeout: it reads the
  * record after the sender left), -DCLOSE_SENDERS_ONLY (close() breaks only
- * the cells below the frozen send index, leaving receivers past it waiting).
+ * the cells below the frozen send index, leaving receivers past it waiting),
+ * -DLATE_PUBLISH (close() reads the receive index before it publishes the
+ * frozen one: a receive between the two reads neither, and waits for ever).
  * (-DNO_RETRY, the expansion not going on past a cell whose sender gave up,
  * needs a fourth sender to show, more than the model's size allows.)
  */
@@ -56,8 +61,9 @@ byte cval[NC];                /* the value a BUFFERED cell holds */
 byte S = 0;
 byte R = 0;
 byte B = C;
-bit closed = 0;
+bit closed = 0;               /* the send index's closed bit */
 byte closed_at = 255;
+bit published = 0;            /* closed_at_ stored: what a receive reads */
 byte sval[NS];                /* a waiting sender's value (0 once it left) */
 byte rgot[NR];                /* what receiver p was given (its std::optional) */
 byte rend[NR];                /* receiver p: 1 got a value, 2 timeout, 3 closed */
@@ -66,15 +72,11 @@ bit spm[NS];                  /* park permits */
 bit rpm[NR];
 byte finished = 0;
 
-/* The caller declares b, lim, est, wasted, ok (bytes/bits). */
+/* The caller declares b, est, wasted, ok (bytes/bits). The cell is marked
+ * whether or not its sender has come. */
 inline expand() {
   do
   :: atomic { b = B; B++ };
-     atomic { lim = (closed -> closed_at : S) };
-     if
-     :: b >= lim -> break   /* no sender there yet: it will find b inside */
-     :: else -> skip
-     fi;
      assert(b < NC);
      wasted = 0;
      do
@@ -160,19 +162,25 @@ fin:
   atomic { finished++ }
 }
 
+/* The move of the buffer's end that receive index r owes, once. */
+inline pay() {
+  if :: !paid -> expand(); paid = 1 :: else -> skip fi
+}
+
 proctype receiver(byte p) {
-  byte r, st, b, lim, est;
-  bit past, wasted, ok;
+  byte r, st, b, est;
+  bit past, wasted, ok, paid;
 again:
+  paid = 0;
   atomic { r = R; R++ };
-  atomic { past = closed && r >= closed_at };
+  atomic { past = published && r >= closed_at };
   if :: past -> rend[p] = 3; goto fin :: else -> skip fi;
   assert(r < NC);
   st = cell[r];
 look:
   if
   :: st == BUFFERED ->
-     rgot[p] = cval[r]; cval[r] = 0; cell[r] = DONE; rend[p] = 1; expand(); goto fin
+     rgot[p] = cval[r]; cval[r] = 0; cell[r] = DONE; rend[p] = 1; pay(); goto fin
   :: st >= SW(0) && st < SW(NS) ->
 #ifndef NO_BUSY
      atomic { if :: cell[r] == st -> cell[r] = BUSY :: else -> st = cell[r]; goto look fi };
@@ -182,11 +190,14 @@ look:
      atomic { if :: cell[r] == st -> cell[r] = DONE :: else -> st = cell[r]; goto look fi };
      rgot[p] = sval[st - SW(0)]; assert(rgot[p] != 0);
 #endif
-     spm[st - SW(0)] = 1; rend[p] = 1; expand(); goto fin
+     spm[st - SW(0)] = 1; rend[p] = 1; pay(); goto fin
   :: st == BUSY -> st = cell[r]; goto look
   :: st == EMPTY || st == IN_BUFFER ->
+     /* An OS thread pays its move first and waits for the value before it
+      * registers (its spin); either way it pays before it waits. */
+     if :: !paid -> pay(); st = cell[r]; goto look :: true -> skip fi;
      atomic { if :: cell[r] == st -> cell[r] = RW(p) :: else -> st = cell[r]; goto look fi };
-     expand();
+     pay();
      do
      :: cell[r] == RW(p) && rpm[p] -> rpm[p] = 0
 #ifdef TIMED_RECV
@@ -200,8 +211,8 @@ look:
      :: else -> assert(false)
      fi;
      goto fin
-  :: st == SENDER_GONE -> goto again
-  :: else -> goto again  /* CLOSED */
+  :: st == SENDER_GONE -> goto again  /* the expansion that meets it goes on */
+  :: else -> pay(); goto again  /* CLOSED */
   fi;
 fin:
   atomic { finished++ }
@@ -210,7 +221,13 @@ fin:
 proctype closer() {
   byte r, lo, hi, i, st;
   atomic { closed = 1; closed_at = S };
+#ifndef LATE_PUBLISH
+  published = 1;
   r = R;
+#else
+  r = R;
+  published = 1;
+#endif
   lo = (r < closed_at -> r : closed_at);
 #ifdef CLOSE_SENDERS_ONLY
   hi = closed_at;

@@ -33,7 +33,7 @@
 #                                                 # (~2 min; ctest)
 #   tests/model/run_model.sh lockfree_channel     # lockfree_channel.pml: the lock-free channel's
 #                                                 # cells, buffer end, timeouts and close;
-#                                                 # 6 configurations, 3 mutations (~2 min; ctest)
+#                                                 # 6 configurations, 4 mutations (~2 min; ctest)
 #   tests/model/run_model.sh select_claim         # select_claim.pml: select()'s claim over two
 #                                                 # channels; 4 configurations, 2 mutations (~5 s; ctest)
 #   tests/model/run_model.sh lockfree_select      # lockfree_select.pml: select()'s claim in the
@@ -283,6 +283,8 @@ if [ "$model" = "lockfree_channel" ]; then
       -DC=1 -DTIMED_SEND -DNO_BUSY
   run "mutation: close() leaves receivers past the send index waiting" fail -DNS=1 -DNR=2 -DC=1 \
       -DCLOSE -DCLOSE_SENDERS_ONLY
+  run "mutation: close() reads the receive index before it publishes the frozen one" fail \
+      -DNS=1 -DNR=2 -DC=1 -DCLOSE -DLATE_PUBLISH
   echo "lockfree_channel model: every value once, failures only by deadline or close, no lost wake-up"
   exit 0
 fi
