@@ -347,7 +347,8 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   list cells_;                                       // sides: sends, receives, the buffer's end
   alignas(64) std::atomic<std::uint64_t> sends_{0};  // with kClosedBit
   alignas(64) std::atomic<std::uint64_t> receives_{0};
-  alignas(64) std::atomic<std::uint64_t> buffer_end_;
+  // Beside receives_: a receive's two fetch-and-adds find the line at hand.
+  std::atomic<std::uint64_t> buffer_end_;
   alignas(64) std::atomic<std::uint64_t> closed_at_{kUnknown};
   std::atomic<std::ptrdiff_t> parked_senders_{0};
   std::atomic<std::ptrdiff_t> parked_receivers_{0};
@@ -650,9 +651,12 @@ void lockfree_channel<T>::expand_buffer() noexcept {
     // Walk even when there is nothing to do, so that this side's pointer
     // keeps up and reclamation is not held back by it.
     const auto [seg, c] = cells_.at(held, b, kBufferSide);
-    // Mark the cell even if its sender has not come, so that the sender
-    // finds IN_BUFFER and need not read the receive and buffer-end indices.
-    const bool wasted = expand_in(*c);
+    // An OS thread marks the cell even if its sender has not come, so that
+    // the sender finds IN_BUFFER and need not read the receive and
+    // buffer-end indices, whose lines are on the receivers' core. A fiber's
+    // senders are most often on its own worker: it saves the CAS (no sender
+    // at b yet: the one that comes finds b inside the buffer).
+    const bool wasted = (should_spin() || b < send_limit()) && expand_in(*c);
     cells_.drop(seg, kBufferSide);
     if (!wasted) return;
   }

@@ -3,7 +3,8 @@
  * (fetch-and-add), the cell states EMPTY, IN_BUFFER, BUFFERED, a waiting
  * sender or receiver, BUSY, DONE, SENDER_GONE, RECEIVER_GONE and CLOSED, the
  * expansion of the buffer's end (marking a cell whether or not its sender
- * has come, and its retry past a cell whose sender gave up), timed waits on
+ * has come, or only if it has, and its retry past a cell whose sender gave
+ * up), timed waits on
  * both sides, a receive that pays its move before it registers (an OS
  * thread's spin) or after, and close(): the send index's closed bit, then
  * the frozen index published for receives, then the cells between the
@@ -72,11 +73,17 @@ bit spm[NS];                  /* park permits */
 bit rpm[NR];
 byte finished = 0;
 
-/* The caller declares b, est, wasted, ok (bytes/bits). The cell is marked
- * whether or not its sender has come. */
+/* The caller declares b, lim, est, wasted, ok (bytes/bits). An OS thread
+ * marks the cell whether or not its sender has come; a fiber leaves a cell
+ * whose sender has not come (that sender finds b inside the buffer). */
 inline expand() {
   do
   :: atomic { b = B; B++ };
+     atomic { lim = (closed -> closed_at : S) };
+     if
+     :: b >= lim -> break   /* a fiber's expansion */
+     :: true -> skip         /* an OS thread's */
+     fi;
      assert(b < NC);
      wasted = 0;
      do
@@ -168,7 +175,7 @@ inline pay() {
 }
 
 proctype receiver(byte p) {
-  byte r, st, b, est;
+  byte r, st, b, lim, est;
   bit past, wasted, ok, paid;
 again:
   paid = 0;
