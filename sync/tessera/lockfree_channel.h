@@ -177,7 +177,7 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   static constexpr std::uintptr_t kEmpty = 0, kBuffered = 1, kDone = 2, kSenderGone = 3,
                                   kReceiverGone = 4, kClosed = 5, kBusy = 6, kInBuffer = 7,
                                   kRecord = 16;
-  static constexpr std::uint32_t kSpins = 512;  // an OS thread's spin before it parks
+  static constexpr std::uint32_t kSpins = 512;  // a try_ call's spin before it yields
   enum side : std::size_t { kSendSide, kReceiveSide, kBufferSide };
 
   struct cell {
@@ -292,11 +292,6 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     unpark(who);
     return true;
   }
-  /// Polls `done()` up to `spins` times, a PAUSE between polls.
-  template <class Done>
-  static void spin_until(std::uint32_t spins, Done&& done) noexcept {
-    for (std::uint32_t k = 0; k < spins && !done(); ++k) detail::cpu_relax();
-  }
   /// Waits until `done()` (spinning kSpins PAUSEs, then yielding): for an
   /// operation in flight that a try_ call must not overtake.
   template <class Done>
@@ -359,12 +354,7 @@ std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::
                                           const char* kind, std::atomic<std::ptrdiff_t>& parked,
                                           std::uintptr_t gone, bool spun) {
   std::uintptr_t st = mine;
-  if (!spun && should_spin()) {
-    for (std::uint32_t k = 0; k < kSpins && (st = c.state.load(std::memory_order_acquire)) == mine;
-         ++k) {
-      detail::cpu_relax();
-    }
-  }
+  if (!spun) detail::poll_before_park([&] { return c.state.load(std::memory_order_acquire) != mine; });
   bool counted = false;
   const wait_scope scope(kind, this);
   for (;;) {
@@ -477,7 +467,9 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       // that owes the buffer's end its move past s marks the cell IN_BUFFER
       // (receives pay that move before they wait, so it is never held up).
       spun = true;
-      spin_until(kSpins, [&] { return (st = c.state.load(std::memory_order_acquire)) != kEmpty; });
+      detail::poll_for(
+          [&] { return (st = c.state.load(std::memory_order_acquire)) != kEmpty; },
+          detail::kThreadPollNanos);
       continue;
     }
     if (st == kEmpty) {
@@ -587,10 +579,12 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
           expands = false;
         }
         const std::uintptr_t was = st;
-        spin_until(kSpins, [&] {
-          st = c.state.load(std::memory_order_acquire);
-          return st != kEmpty && st != kInBuffer;
-        });
+        detail::poll_for(
+            [&] {
+              st = c.state.load(std::memory_order_acquire);
+              return st != kEmpty && st != kInBuffer;
+            },
+            detail::kThreadPollNanos);
         if (st != was) continue;
       }
       record me{self(), &out};
