@@ -14,9 +14,10 @@
 // - Nothing is lost: a send that fails (closed, full, timeout) leaves its
 //   argument untouched; a timed call served just as its deadline passed
 //   reports success; close() never drops buffered values.
-// - Blocking calls park the caller; an OS thread first spins briefly. No
-//   spurious wake-ups are visible; timed calls never return `timeout` before
-//   the deadline (steady_clock; durations in any std::chrono unit).
+// - Blocking calls park the caller; an OS thread first polls for about 5 µs
+//   (detail::kThreadPollNanos), as channel<T>'s threads do. No spurious
+//   wake-ups are visible; timed calls never return `timeout` before the
+//   deadline (steady_clock; durations in any std::chrono unit).
 // - Who may call: any fiber or OS thread, mixed, any number of each; close()
 //   by anyone, more than once.
 // - Progress (the difference): no send or receive takes a lock. Waiting
@@ -319,8 +320,8 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
-  /// final state. An OS thread spins first unless `spun` (it spun before it
-  /// registered).
+  /// final state. An OS thread polls first unless `spun` (it polled before
+  /// it registered).
   std::uintptr_t await(cell& c, std::uintptr_t mine, detail::deadline d, const char* kind,
                        std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone, bool spun);
   /// The frozen send index of a closed channel (close() publishes it just
