@@ -345,8 +345,8 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   alignas(64) std::atomic<std::uint64_t> receives_{0};
   // Beside receives_: a receive's two fetch-and-adds find the line at hand.
   std::atomic<std::uint64_t> buffer_end_;
-  alignas(64) std::atomic<std::uint64_t> closed_at_{kUnknown};
-  std::atomic<std::ptrdiff_t> parked_senders_{0};
+  alignas(64) std::atomic<std::uint64_t> closed_at_{kUnknown};  // read by every receive
+  alignas(64) std::atomic<std::ptrdiff_t> parked_senders_{0};    // written at every park
   std::atomic<std::ptrdiff_t> parked_receivers_{0};
 };
 
