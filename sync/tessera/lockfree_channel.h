@@ -198,6 +198,9 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     detail::select_state* sel = nullptr;
     int index = 0;                       // the select's case index
     std::atomic<bool> bounced{false};    // met while the select registered
+    // An OS thread still polling its cell (await): its server need not
+    // unpark it. Cleared before it parks, then the cell is looked at again.
+    std::atomic<bool> polling{false};
   };
   /// A select's case (tessera/select.h) registered in a cell: its record, and
   /// the cell with its segment, held until the case is withdrawn.
@@ -281,13 +284,15 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   /// leaves it SENDER_GONE or RECEIVER_GONE).
   template <class Move>
   static bool serve(cell& c, std::uintptr_t st, Move&& move, std::uintptr_t to = kDone) noexcept {
-    if (!c.state.compare_exchange_strong(st, kBusy, std::memory_order_acq_rel)) return false;
+    if (!c.state.compare_exchange_strong(st, kBusy, std::memory_order_seq_cst)) return false;
     record* r = record_of(st);
     if (r->sel != nullptr && !r->sel->claim_or_bounce(r->index, r->bounced)) {
       c.state.store(is_sender(st) ? kSenderGone : kReceiverGone, std::memory_order_release);
       return false;
     }
-    waiter* who = r->who;
+    // Read after the claim: a waiter that stops polling later finds the
+    // cell BUSY when it looks again, and does not park (await()).
+    waiter* who = r->polling.load(std::memory_order_seq_cst) ? nullptr : r->who;
     move(*r);
     c.state.store(to, std::memory_order_release);
     unpark(who);
@@ -320,10 +325,10 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
   }
   /// Waits in `c` as `mine` until the cell changes for good (not BUSY), or
   /// until the deadline, when it stores `gone` if still `mine`. Returns the
-  /// final state. An OS thread polls first unless `spun` (it polled before
-  /// it registered).
+  /// final state. First, if its record says so (an OS thread that did not
+  /// poll before it registered), it polls the cell.
   std::uintptr_t await(cell& c, std::uintptr_t mine, detail::deadline d, const char* kind,
-                       std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone, bool spun);
+                       std::atomic<std::ptrdiff_t>& parked, std::uintptr_t gone);
   /// The frozen send index of a closed channel (close() publishes it just
   /// after it sets the bit).
   std::uint64_t closed_at() const noexcept {
@@ -353,13 +358,20 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
 template <class T>
 std::uintptr_t lockfree_channel<T>::await(cell& c, std::uintptr_t mine, detail::deadline d,
                                           const char* kind, std::atomic<std::ptrdiff_t>& parked,
-                                          std::uintptr_t gone, bool spun) {
+                                          std::uintptr_t gone) {
   std::uintptr_t st = mine;
-  if (!spun) detail::poll_before_park([&] { return c.state.load(std::memory_order_acquire) != mine; });
+  std::atomic<bool>& polling = record_of(mine)->polling;
+  if (polling.load(std::memory_order_relaxed)) {
+    detail::poll_for([&] { return c.state.load(std::memory_order_acquire) != mine; },
+                     detail::kThreadPollNanos);
+    // From here a server unparks: it reads `polling` after its claim, so
+    // either it sees false or the look below sees its claim.
+    polling.store(false, std::memory_order_seq_cst);
+  }
   bool counted = false;
   const wait_scope scope(kind, this);
   for (;;) {
-    st = c.state.load(std::memory_order_acquire);
+    st = c.state.load(std::memory_order_seq_cst);
     if (st == mine) {
       if (!counted) {
         parked.fetch_add(1, std::memory_order_relaxed);
@@ -475,6 +487,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
     }
     if (st == kEmpty) {
       record me{self(), &v};
+      me.polling.store(!spun && slot == nullptr && should_spin(), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec) | 1;
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
@@ -482,8 +495,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
         parked_senders_.fetch_add(1, std::memory_order_relaxed);
         return kRegistered;
       }
-      const std::uintptr_t end =
-          await(c, mine, d, "channel send", parked_senders_, kSenderGone, spun);
+      const std::uintptr_t end = await(c, mine, d, "channel send", parked_senders_, kSenderGone);
       return done(end == kDone || end == kBuffered ? channel_status::success
                   : end == kSenderGone             ? channel_status::timeout
                                                    : channel_status::closed);
@@ -589,6 +601,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         if (st != was) continue;
       }
       record me{self(), &out};
+      me.polling.store(!spun && slot == nullptr && should_spin(), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
@@ -603,7 +616,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         return kRegistered;
       }
       const std::uintptr_t end =
-          await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone, spun);
+          await(c, mine, d, "channel receive", parked_receivers_, kReceiverGone);
       if (end == kDone) return done(channel_status::success);
       if (end == kReceiverGone) return done(channel_status::timeout);
       return kRetry;  // broken by close: drain on, or find it closed

@@ -8,7 +8,9 @@
  * both sides, a receive that pays its move before it registers (an OS
  * thread's spin) or after, and close(): the send index's closed bit, then
  * the frozen index published for receives, then the cells between the
- * indices broken. Segments are not modelled: the cells sit in a segment_list, whose
+ * indices broken. With -DPOLL, a waiter may poll its cell after it
+ * registers (an OS thread), and a server that reads, after its claim, that
+ * it still polls does not unpark it. Segments are not modelled: the cells sit in a segment_list, whose
  * hold protocol and reclamation tests/model/segment_queue.pml checks.
  *
  * Processes: NS senders, each sending one distinct value (sender 0 may time
@@ -30,7 +32,10 @@
  * record after the sender left), -DCLOSE_SENDERS_ONLY (close() breaks only
  * the cells below the frozen send index, leaving receivers past it waiting),
  * -DLATE_PUBLISH (close() reads the receive index before it publishes the
- * frozen one: a receive between the two reads neither, and waits for ever).
+ * frozen one: a receive between the two reads neither, and waits for ever),
+ * -DPOLL_BEFORE_CLAIM with -DPOLL (a sender reads whether the receiver it
+ * serves polls before it claims the cell: the receiver stops polling, sees
+ * its cell unserved, parks, and is never unparked).
  * (-DNO_RETRY, the expansion not going on past a cell whose sender gave up,
  * needs a fourth sender to show, more than the model's size allows.)
  */
@@ -71,9 +76,38 @@ byte rend[NR];                /* receiver p: 1 got a value, 2 timeout, 3 closed 
 byte send_end[NS];            /* sender p: SENT or KEPT */
 bit spm[NS];                  /* park permits */
 bit rpm[NR];
+bit spoll[NS];                /* the waiter still polls its cell: no unpark needed */
+bit rpoll[NR];
 byte finished = 0;
 
-/* The caller declares b, lim, est, wasted, ok (bytes/bits). An OS thread
+/* A server reads whether the waiter it claimed still polls after its claim;
+ * -DPOLL_BEFORE_CLAIM reads it before (at the sender serving a receiver). */
+#if defined(POLL) && defined(POLL_BEFORE_CLAIM)
+#define EARLY(a) a
+#define LATE(a) skip
+#elif defined(POLL)
+#define EARLY(a) skip
+#define LATE(a) a
+#else
+#define EARLY(a) skip
+#define LATE(a) skip  /* pl stays 0: every server unparks */
+#endif
+/* With -DPOLL a waiter may poll its cell after it registers (an OS thread):
+ * a server that finds it polling does not unpark it. And a waiter that sees
+ * its cell still its own parks until a permit comes, so that a wake-up
+ * lost to the polling flag leaves it stuck (an invalid end state); without
+ * POLL it may look at its cell at any time, a smaller state space. */
+#ifdef POLL
+#define POLLS(v) if :: v = 1 :: v = 0 fi
+#define POLL_ONLY(a) a
+#else
+#define POLLS(v) v = 0
+#define POLL_ONLY(a) skip
+#endif
+/* Wakes waiter x of `pm` unless it was polling (`pl`, read after the claim). */
+#define WAKE(pm, x) if :: !pl -> pm[x] = 1 :: else -> skip fi
+
+/* The caller declares b, lim, est, wasted, ok, pl (bytes/bits). An OS thread
  * marks the cell whether or not its sender has come; a fiber leaves a cell
  * whose sender has not come (that sender finds b inside the buffer). */
 inline expand() {
@@ -100,8 +134,9 @@ inline expand() {
            atomic { if :: cell[b] == est -> cell[b] = BUSY; ok = 1 :: else -> ok = 0 fi };
            if
            :: ok ->
+              LATE(pl = spoll[est - SW(0)]);
               cval[b] = sval[est - SW(0)]; assert(cval[b] != 0);
-              cell[b] = BUFFERED; spm[est - SW(0)] = 1;
+              cell[b] = BUFFERED; WAKE(spm, est - SW(0));
               break
            :: else -> skip
            fi
@@ -120,7 +155,7 @@ inline expand() {
 
 proctype sender(byte p) {
   byte s, st, sraw;
-  bit was_closed;
+  bit was_closed, pl;
 again:
   atomic { s = S; S++; was_closed = closed };
   if
@@ -132,8 +167,10 @@ again:
 look:
   if
   :: st >= RW(0) && st < RW(NR) ->
+     EARLY(pl = rpoll[st - RW(0)]);
      atomic { if :: cell[s] == st -> cell[s] = BUSY :: else -> st = cell[s]; goto look fi };
-     rgot[st - RW(0)] = p + 1; cell[s] = DONE; rpm[st - RW(0)] = 1;
+     LATE(pl = rpoll[st - RW(0)]);
+     rgot[st - RW(0)] = p + 1; cell[s] = DONE; WAKE(rpm, st - RW(0));
      send_end[p] = SENT; goto fin
   :: st == IN_BUFFER || st == EMPTY ->
      byte bb, rr;
@@ -145,9 +182,22 @@ look:
         if :: send_end[p] == SENT -> goto fin :: else -> goto look fi
      :: else ->
         sval[p] = p + 1;
-        atomic { if :: cell[s] == EMPTY -> cell[s] = SW(p) :: else -> st = cell[s]; sval[p] = 0; goto look fi };
+        /* An OS thread polls its cell first (pl), a fiber does not. */
+        POLLS(pl);
+        atomic { if :: cell[s] == EMPTY -> cell[s] = SW(p); spoll[p] = pl :: else -> st = cell[s]; sval[p] = 0; goto look fi };
+        POLL_ONLY(spoll[p] = 0);  /* the poll is over: from here a server unparks */
         do
+#ifdef POLL
+        :: cell[s] == SW(p) ->  /* park until a permit (or the deadline) */
+           if
+           :: spm[p] -> spm[p] = 0
+#ifdef TIMED_SEND
+           :: p == 0 -> skip
+#endif
+           fi
+#else
         :: cell[s] == SW(p) && spm[p] -> spm[p] = 0
+#endif
 #ifdef TIMED_SEND
         :: p == 0 -> atomic { if :: cell[s] == SW(p) -> cell[s] = SENDER_GONE; sval[p] = 0; send_end[p] = KEPT; goto fin :: else -> skip fi }
 #endif
@@ -176,7 +226,7 @@ inline pay() {
 
 proctype receiver(byte p) {
   byte r, st, b, lim, est;
-  bit past, wasted, ok, paid;
+  bit past, wasted, ok, paid, pl;
 again:
   paid = 0;
   atomic { r = R; R++ };
@@ -191,22 +241,38 @@ look:
   :: st >= SW(0) && st < SW(NS) ->
 #ifndef NO_BUSY
      atomic { if :: cell[r] == st -> cell[r] = BUSY :: else -> st = cell[r]; goto look fi };
+     LATE(pl = spoll[st - SW(0)]);
      rgot[p] = sval[st - SW(0)]; assert(rgot[p] != 0);
      cell[r] = DONE;
 #else
      atomic { if :: cell[r] == st -> cell[r] = DONE :: else -> st = cell[r]; goto look fi };
+     LATE(pl = spoll[st - SW(0)]);
      rgot[p] = sval[st - SW(0)]; assert(rgot[p] != 0);
 #endif
-     spm[st - SW(0)] = 1; rend[p] = 1; pay(); goto fin
+     WAKE(spm, st - SW(0)); rend[p] = 1; pay(); goto fin
   :: st == BUSY -> st = cell[r]; goto look
   :: st == EMPTY || st == IN_BUFFER ->
      /* An OS thread pays its move first and waits for the value before it
       * registers (its spin); either way it pays before it waits. */
      if :: !paid -> pay(); st = cell[r]; goto look :: true -> skip fi;
-     atomic { if :: cell[r] == st -> cell[r] = RW(p) :: else -> st = cell[r]; goto look fi };
+     /* An OS thread that did not poll before it registered polls now (pl),
+      * one that did and a fiber do not. */
+     POLLS(pl);
+     atomic { if :: cell[r] == st -> cell[r] = RW(p); rpoll[p] = pl :: else -> st = cell[r]; goto look fi };
      pay();
+     POLL_ONLY(rpoll[p] = 0);  /* the poll is over: from here a server unparks */
      do
+#ifdef POLL
+     :: cell[r] == RW(p) ->  /* park until a permit (or the deadline) */
+        if
+        :: rpm[p] -> rpm[p] = 0
+#ifdef TIMED_RECV
+        :: p == 0 -> skip
+#endif
+        fi
+#else
      :: cell[r] == RW(p) && rpm[p] -> rpm[p] = 0
+#endif
 #ifdef TIMED_RECV
      :: p == 0 -> atomic { if :: cell[r] == RW(p) -> cell[r] = RECEIVER_GONE; rend[p] = 2; goto fin :: else -> skip fi }
 #endif
@@ -227,6 +293,7 @@ fin:
 
 proctype closer() {
   byte r, lo, hi, i, st;
+  bit pl;
   atomic { closed = 1; closed_at = S };
 #ifndef LATE_PUBLISH
   published = 1;
@@ -250,8 +317,9 @@ proctype closer() {
         atomic { if :: cell[i] == st -> cell[i] = CLOSED; i++ :: else -> skip fi }
      :: st >= SW(0) ->
         atomic { if :: cell[i] == st -> cell[i] = BUSY :: else -> goto next fi };
+        LATE(if :: st >= RW(0) -> pl = rpoll[st - RW(0)] :: else -> pl = spoll[st - SW(0)] fi);
         cell[i] = CLOSED;
-        if :: st >= RW(0) -> rpm[st - RW(0)] = 1 :: else -> spm[st - SW(0)] = 1 fi;
+        if :: st >= RW(0) -> WAKE(rpm, st - RW(0)) :: else -> WAKE(spm, st - SW(0)) fi;
         i++
      :: st == BUSY -> skip
      :: else -> i++

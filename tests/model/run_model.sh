@@ -33,7 +33,7 @@
 #                                                 # (~2 min; ctest)
 #   tests/model/run_model.sh lockfree_channel     # lockfree_channel.pml: the lock-free channel's
 #                                                 # cells, buffer end, timeouts and close;
-#                                                 # 6 configurations, 4 mutations (~2 min; ctest)
+#                                                 # 10 configurations, 5 mutations (~2 min; ctest)
 #   tests/model/run_model.sh select_claim         # select_claim.pml: select()'s claim over two
 #                                                 # channels; 4 configurations, 2 mutations (~5 s; ctest)
 #   tests/model/run_model.sh lockfree_select      # lockfree_select.pml: select()'s claim in the
@@ -285,6 +285,19 @@ if [ "$model" = "lockfree_channel" ]; then
       -DCLOSE -DCLOSE_SENDERS_ONLY
   run "mutation: close() reads the receive index before it publishes the frozen one" fail \
       -DNS=1 -DNR=2 -DC=1 -DCLOSE -DLATE_PUBLISH
+  # OS threads that poll their cells after registering, whose servers do
+  # not unpark them: a waiter that sees its cell still its own parks until a
+  # permit comes, so a lost wake-up is an invalid end state. (With 2
+  # receivers, a timed receive or a close, these searches pass 4e7 states.)
+  run "2 senders, 1 receiver, waiters may poll" pass -DNS=2 -DNR=1 -DC=1 -DPOLL
+  run "2 senders, 1 receiver, a sender may time out, waiters may poll" pass -DNS=2 -DNR=1 \
+      -DC=1 -DTIMED_SEND -DPOLL
+  run "1 sender, 1 receiver, the receiver may time out, waiters may poll" pass -DNS=1 -DNR=1 \
+      -DC=1 -DTIMED_RECV -DPOLL
+  run "1 sender, 1 receiver, closed at any moment, waiters may poll" pass -DNS=1 -DNR=1 -DC=1 \
+      -DCLOSE -DPOLL
+  run "mutation: a server reads whether its waiter polls before it claims the cell" fail \
+      -DNS=2 -DNR=1 -DC=1 -DPOLL -DPOLL_BEFORE_CLAIM
   echo "lockfree_channel model: every value once, failures only by deadline or close, no lost wake-up"
   exit 0
 fi
