@@ -449,7 +449,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
                                                                    bool try_only,
                                                                    select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
-  bool spun = false;
+  bool polled = false;
   for (;;) {
     if (is_receiver(st)) {
       auto give = [&](record& r) { static_cast<std::optional<T>*>(r.data)->emplace(std::move(v)); };
@@ -474,12 +474,12 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       st = await_arrival(c, st);
       continue;
     }
-    if (st == kEmpty && !spun && slot == nullptr && capacity_ > 0 && should_spin()) {
+    if (st == kEmpty && !polled && slot == nullptr && capacity_ > 0 && should_spin()) {
       // An OS thread that must wait for room: the room usually comes soon.
       // Waiting for it here first spares both sides the record: the receive
       // that owes the buffer's end its move past s marks the cell IN_BUFFER
       // (receives pay that move before they wait, so it is never held up).
-      spun = true;
+      polled = true;
       detail::poll_for(
           [&] { return (st = c.state.load(std::memory_order_acquire)) != kEmpty; },
           detail::kThreadPollNanos);
@@ -487,7 +487,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
     }
     if (st == kEmpty) {
       record me{self(), &v};
-      me.polling.store(!spun && slot == nullptr && should_spin(), std::memory_order_relaxed);
+      me.polling.store(!polled && slot == nullptr && should_spin(), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec) | 1;
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
@@ -556,7 +556,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
     cell& c, std::optional<T>& out, detail::deadline d, bool try_only, bool& expands,
     select_slot* slot) {
   std::uintptr_t st = c.state.load(std::memory_order_acquire);
-  bool spun = false;
+  bool polled = false;
   for (;;) {
     if (st == kBuffered) {
       out.emplace(std::move(*c.value()));
@@ -581,12 +581,12 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         st = await_arrival(c, st);
         continue;
       }
-      if (!spun && slot == nullptr && capacity_ > 0 && should_spin()) {
+      if (!polled && slot == nullptr && capacity_ > 0 && should_spin()) {
         // An OS thread at an empty cell of a buffered channel: its sender is
         // usually close behind. Waiting for the value here first spares both
         // sides the record (the sender buffers, as if this receive were
         // late). Pay the buffer's end first, as below.
-        spun = true;
+        polled = true;
         if (expands) {
           expand_buffer();
           expands = false;
@@ -601,7 +601,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         if (st != was) continue;
       }
       record me{self(), &out};
-      me.polling.store(!spun && slot == nullptr && should_spin(), std::memory_order_relaxed);
+      me.polling.store(!polled && slot == nullptr && should_spin(), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;

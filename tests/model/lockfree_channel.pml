@@ -4,14 +4,14 @@
  * sender or receiver, BUSY, DONE, SENDER_GONE, RECEIVER_GONE and CLOSED, the
  * expansion of the buffer's end (marking a cell whether or not its sender
  * has come, or only if it has, and its retry past a cell whose sender gave
- * up), timed waits on
- * both sides, a receive that pays its move before it registers (an OS
- * thread's spin) or after, and close(): the send index's closed bit, then
- * the frozen index published for receives, then the cells between the
- * indices broken. With -DPOLL, a waiter may poll its cell after it
- * registers (an OS thread), and a server that reads, after its claim, that
- * it still polls does not unpark it. Segments are not modelled: the cells sit in a segment_list, whose
- * hold protocol and reclamation tests/model/segment_queue.pml checks.
+ * up), timed waits on both sides, a receive that pays its move before it
+ * registers (an OS thread's poll) or after, and close(): the send index's
+ * closed bit, then the frozen index published for receives, then the cells
+ * between the indices broken. With -DPOLL, a waiter may poll its cell after
+ * it registers (an OS thread), and a server that reads, after its claim,
+ * that it still polls does not unpark it. Segments are not modelled: the
+ * cells sit in a segment_list, whose hold protocol and reclamation
+ * tests/model/segment_queue.pml checks.
  *
  * Processes: NS senders, each sending one distinct value (sender 0 may time
  * out with TIMED_SEND), NR receivers (receiver 0 may time out with
@@ -253,7 +253,7 @@ look:
   :: st == BUSY -> st = cell[r]; goto look
   :: st == EMPTY || st == IN_BUFFER ->
      /* An OS thread pays its move first and waits for the value before it
-      * registers (its spin); either way it pays before it waits. */
+      * registers (its poll); either way it pays before it waits. */
      if :: !paid -> pay(); st = cell[r]; goto look :: true -> skip fi;
      /* An OS thread that did not poll before it registered polls now (pl),
       * one that did and a fiber do not. */

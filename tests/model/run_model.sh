@@ -287,8 +287,9 @@ if [ "$model" = "lockfree_channel" ]; then
       -DNS=1 -DNR=2 -DC=1 -DCLOSE -DLATE_PUBLISH
   # OS threads that poll their cells after registering, whose servers do
   # not unpark them: a waiter that sees its cell still its own parks until a
-  # permit comes, so a lost wake-up is an invalid end state. (With 2
-  # receivers, a timed receive or a close, these searches pass 4e7 states.)
+  # permit comes, so a lost wake-up is an invalid end state. (A close among
+  # three parties, or a timed receive among four, takes these searches past
+  # 4e7 states and 5 GB.)
   run "2 senders, 1 receiver, waiters may poll" pass -DNS=2 -DNR=1 -DC=1 -DPOLL
   run "2 senders, 1 receiver, a sender may time out, waiters may poll" pass -DNS=2 -DNR=1 \
       -DC=1 -DTIMED_SEND -DPOLL
