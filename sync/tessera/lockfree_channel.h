@@ -217,6 +217,11 @@ class lockfree_channel : public detail::channel_api<lockfree_channel<T>, T> {
     slot->rec.data = me.data;
     return slot->rec;
   }
+  /// Whether a caller about to wait in its cell polls it now: an OS
+  /// thread's own blocking call (not a select's case) that has not polled yet.
+  static bool polls_now(bool polled, const select_slot* slot) noexcept {
+    return !polled && slot == nullptr && should_spin();
+  }
   static bool is_record(std::uintptr_t st) noexcept {
     return st >= kRecord;
   }
@@ -474,7 +479,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
       st = await_arrival(c, st);
       continue;
     }
-    if (st == kEmpty && !polled && slot == nullptr && capacity_ > 0 && should_spin()) {
+    if (st == kEmpty && capacity_ > 0 && polls_now(polled, slot)) {
       // An OS thread that must wait for room: the room usually comes soon.
       // Waiting for it here first spares both sides the record: the receive
       // that owes the buffer's end its move past s marks the cell IN_BUFFER
@@ -487,7 +492,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::send_in(cell& c, std:
     }
     if (st == kEmpty) {
       record me{self(), &v};
-      me.polling.store(!polled && slot == nullptr && should_spin(), std::memory_order_relaxed);
+      me.polling.store(polls_now(polled, slot), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec) | 1;
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
@@ -581,7 +586,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         st = await_arrival(c, st);
         continue;
       }
-      if (!polled && slot == nullptr && capacity_ > 0 && should_spin()) {
+      if (capacity_ > 0 && polls_now(polled, slot)) {
         // An OS thread at an empty cell of a buffered channel: its sender is
         // usually close behind. Waiting for the value here first spares both
         // sides the record (the sender buffers, as if this receive were
@@ -601,7 +606,7 @@ typename lockfree_channel<T>::outcome lockfree_channel<T>::receive_in(
         if (st != was) continue;
       }
       record me{self(), &out};
-      me.polling.store(!polled && slot == nullptr && should_spin(), std::memory_order_relaxed);
+      me.polling.store(polls_now(polled, slot), std::memory_order_relaxed);
       record& rec = record_for(slot, me);
       const auto mine = reinterpret_cast<std::uintptr_t>(&rec);
       if (!c.state.compare_exchange_strong(st, mine, std::memory_order_acq_rel)) continue;
