@@ -33,6 +33,20 @@
 // it any more. So a queue whose waiters all time out keeps a bounded number
 // of segments, not one per N of them.
 //
+// The free list (model-checked in tests/model/free_list.pml; reclaimed
+// segments for reuse) never makes an operation wait on another: anyone
+// pushes with a CAS on its head, and a pop tries the list's pop lock for
+// about a microsecond (a pop is a few instructions), then allocates a fresh
+// segment instead. One popper at a time is what makes the pop's CAS safe: a
+// segment leaves the list only through that popper, so the head it read
+// cannot be popped and pushed back under it (no ABA). A fresh segment that
+// loses the race to be linked is deleted (nobody has seen it); a reused one
+// goes back. The reclaimer's own lock is only tried (a caller that finds it
+// taken leaves a request and goes on). So a thread stopped anywhere in here
+// holds up no other operation; at worst it keeps segments from reclamation
+// while it holds one. (The allocator behind a fresh segment is the C++
+// runtime's.)
+//
 // Cell requirements: default constructible, and `void reset() noexcept`
 // (called on a segment before it is linked, fresh or reused; the cells of a
 // reclaimed segment are all in a final state, owning nothing).
@@ -42,9 +56,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <utility>
 
+#include "tessera/detail/cpu.h"
 #include "tessera/detail/spin_lock.h"
 
 namespace tessera::detail {
@@ -71,7 +85,7 @@ class segment_list {
     }
     std::atomic<std::uint32_t> cancelled{0};  // cells reported by cancelled()
     std::atomic<bool> retired{false};         // unlinked (written under reclaim_lock_)
-    segment* free_next = nullptr;  // on the free list (lock_) or the retired list (reclaim_lock_)
+    segment* free_next = nullptr;  // on the free list or the retired list (reclaim_lock_)
     Cell cells[N];
   };
 
@@ -83,7 +97,7 @@ class segment_list {
   }
   ~segment_list() {
     for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
-    for (segment* s = free_; s != nullptr;) delete std::exchange(s, s->free_next);
+    for (segment* s = free_.load(); s != nullptr;) delete std::exchange(s, s->free_next);
     for (segment* s = retired_; s != nullptr;) delete std::exchange(s, s->free_next);
   }
   segment_list(const segment_list&) = delete;
@@ -118,15 +132,16 @@ class segment_list {
     while (s->id.load(std::memory_order_acquire) < id) {
       segment* n = s->next.load(std::memory_order_acquire);
       if (n == nullptr) {
-        segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1);
+        bool from_heap = false;
+        segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1, from_heap);
         if (s->next.compare_exchange_strong(n, fresh, std::memory_order_acq_rel)) {
           n = fresh;
-        } else {
-          // Another operation linked one first: ours goes back for reuse.
+        } else if (from_heap) {
+          // Another operation linked one first. Nobody has seen ours.
           live_.fetch_sub(1, std::memory_order_relaxed);
-          std::lock_guard lock(lock_);
-          fresh->free_next = free_;
-          free_ = fresh;
+          delete fresh;
+        } else {
+          release(fresh);  // it came from the free list: back for reuse
         }
       }
       // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
@@ -183,12 +198,13 @@ class segment_list {
 
  private:
   segment* allocate(std::uint64_t id) {
-    segment* s = nullptr;
-    {
-      std::lock_guard lock(lock_);
-      if (free_ != nullptr) s = std::exchange(free_, free_->free_next);
-    }
-    if (s == nullptr) s = new segment;
+    bool from_heap = false;
+    return allocate(id, from_heap);
+  }
+  segment* allocate(std::uint64_t id, bool& from_heap) {
+    segment* s = pop_free();
+    from_heap = s == nullptr;
+    if (from_heap) s = new segment;
     s->free_next = nullptr;
     s->retired.store(false, std::memory_order_relaxed);
     s->cancelled.store(0, std::memory_order_relaxed);
@@ -210,7 +226,6 @@ class segment_list {
     }
   }
   void reclaim_locked() noexcept {
-    std::lock_guard lock(lock_);  // the free list
     // Under reclaim_lock_: the pointers' segments cannot be reclaimed but by us.
     std::uint64_t passed = ~std::uint64_t{0};
     for (std::size_t k = 0; k < active_; ++k) {
@@ -297,11 +312,40 @@ class segment_list {
     }
     return true;
   }
-  void release(segment* s) noexcept {  // lock_ held
-    s->free_next = free_;
-    free_ = s;
+  /// Puts `s` (reclaimed, or allocated and never linked) on the free list.
+  void release(segment* s) noexcept {
     live_.fetch_sub(1, std::memory_order_relaxed);
+    segment* top = free_.load(std::memory_order_relaxed);
+    do {
+      s->free_next = top;
+    } while (
+        !free_.compare_exchange_weak(top, s, std::memory_order_release, std::memory_order_relaxed));
   }
+  /// A segment from the free list, or null if it is empty or another caller
+  /// has been popping for kPopWaitNanos: a pop is a few instructions, so a
+  /// longer one is a stopped or preempted popper, and waiting for it no
+  /// longer is what keeps every caller going. (Not waiting at all would let
+  /// the two sides that reach a new segment together each allocate one, and
+  /// the list grow by one each time.)
+  segment* pop_free() noexcept {
+    if (free_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    const unsigned steps = relax_steps_for(kPopWaitNanos);
+    for (unsigned i = 0; !pop_lock_.try_lock(); ++i) {
+      if (i == steps) return nullptr;
+      cpu_relax();
+    }
+    // The only popper: `top` stays on the list until our CAS takes it, so its
+    // free_next (written before the push that published it) is stable.
+    segment* top = free_.load(std::memory_order_acquire);
+    while (top != nullptr &&
+           !free_.compare_exchange_weak(top, top->free_next, std::memory_order_acquire,
+                                        std::memory_order_acquire)) {
+    }
+    pop_lock_.unlock();
+    return top;
+  }
+
+  static constexpr unsigned kPopWaitNanos = 1000;
 
   struct alignas(64) side_ptr {
     std::atomic<segment*> p;
@@ -309,13 +353,13 @@ class segment_list {
   side_ptr sides_[Sides];
   const std::size_t active_;
   alignas(64) std::atomic<std::size_t> live_{0};
-  spin_lock lock_;          // the free list (once per N operations)
-  spin_lock reclaim_lock_;  // one reclaimer at a time
+  spin_lock pop_lock_;      // one popper of free_ at a time; tried for kPopWaitNanos
+  spin_lock reclaim_lock_;  // one reclaimer at a time; only tried
   std::atomic<bool> reclaim_wanted_{false};
   std::atomic<std::size_t> removable_{0};  // segments all cancelled, not yet unlinked
   segment* first_ = nullptr;               // the oldest live segment; guarded by reclaim_lock_
   segment* retired_ = nullptr;             // unlinked, in id order; guarded by reclaim_lock_
-  segment* free_ = nullptr;                // reclaimed segments for reuse; guarded by lock_
+  std::atomic<segment*> free_{nullptr};    // reclaimed segments for reuse (pop: pop_lock_)
 };
 
 }  // namespace tessera::detail
