@@ -355,6 +355,85 @@ TEST_P(ChannelIn, TimedStressLosesAndDuplicatesNothing) {
   EXPECT_GT(sent_ok.load(), 0);
 }
 
+// close() lands while every kind of call is in flight (send, try_send,
+// send_for, receive, try_receive, receive_for) on values that own memory:
+// each value is received exactly once or is back with its sender, whose
+// failed call left it untouched. The close comes after a different number
+// of sends each round.
+TEST_P(ChannelIn, CloseRacingEveryKindOfCallLosesNothing) {
+  watchdog dog("channel close racing every call", 90s);
+  constexpr int kSenders = 3, kReceivers = 3, kEach = 60;
+  const auto until = clock::now() + 3s;
+  std::mt19937 rng(static_cast<unsigned>(capacity()) * 31 + static_cast<unsigned>(kind()));
+  int rounds = 0;
+  for (; rounds < 30 && clock::now() < until; ++rounds) {
+    channel<std::unique_ptr<int>> ch(capacity());
+    std::vector<std::atomic<int>> received(kSenders * kEach), kept(kSenders * kEach);
+    std::atomic<int> attempts{0};
+    const int close_after = static_cast<int>(rng() % (kSenders * kEach));
+    run_all(kind(), kSenders + kReceivers + 1, [&](int id) {
+      if (id == kSenders + kReceivers) {  // the closer
+        EXPECT_TRUE(eventually([&] { return attempts.load() >= close_after; }));
+        ch.close();
+        return;
+      }
+      if (id < kSenders) {
+        for (int i = 0; i < kEach; ++i) {
+          const int v = id * kEach + i;
+          auto p = std::make_unique<int>(v);
+          channel_status st = channel_status::closed;
+          switch ((i + id) % 3) {
+            case 0:
+              st = ch.send(std::move(p)) ? channel_status::success : channel_status::closed;
+              break;
+            case 1:
+              st = ch.try_send(std::move(p));
+              break;
+            default:
+              st = ch.send_for(std::move(p), 20us);
+              break;
+          }
+          attempts.fetch_add(1);
+          if (st == channel_status::success) continue;
+          ASSERT_NE(p, nullptr) << "a failed send lost value " << v;
+          ASSERT_EQ(*p, v);
+          kept[v].fetch_add(1);
+        }
+        return;
+      }
+      for (int i = 0;; ++i) {
+        std::unique_ptr<int> out;
+        channel_status st;
+        switch ((i + id) % 3) {
+          case 0: {
+            auto got = ch.receive();
+            st = got ? channel_status::success : channel_status::closed;
+            if (got) out = std::move(*got);
+            break;
+          }
+          case 1:
+            st = ch.try_receive(out);
+            break;
+          default:
+            st = ch.receive_for(out, 20us);
+            break;
+        }
+        if (st == channel_status::closed) return;
+        if (st == channel_status::success) {
+          ASSERT_NE(out, nullptr);
+          received[*out].fetch_add(1);
+        }
+      }
+    });
+    for (int v = 0; v < kSenders * kEach; ++v) {
+      ASSERT_EQ(received[v].load() + kept[v].load(), 1)
+          << "round " << rounds << ", value " << v << ": received " << received[v].load()
+          << " times, kept by its sender " << kept[v].load() << " times";
+    }
+  }
+  EXPECT_GE(rounds, 3);
+}
+
 #if TESSERA_CHECKS  // the check exists in debug builds only (as the mutex's)
 TEST(ChannelDeathTest, DestroyedWithWaitersAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
