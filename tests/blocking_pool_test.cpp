@@ -12,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <stop_token>
 #include <vector>
 
@@ -174,6 +175,89 @@ TEST_P(PoolIn, StressConservesEveryElement) {
   EXPECT_EQ(taken.load() + left, kProducers * kPerProducer);
   for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "element " << i;
   EXPECT_EQ(p.waiting(), 0u);
+}
+
+// Stop requests land at random moments on takes in flight (each take its
+// own stop_source, requested by a canceller that sleeps a random few
+// microseconds between requests): a stopped take takes nothing, and every
+// element is taken once or is still in the pool, in both orders.
+template <pool_order Order>
+void stop_requests_race_takes(exec_kind kind) {
+  watchdog dog("pool takes stopped at random", 120s);
+  constexpr int kProducers = 2, kPerProducer = 2000, kTakers = 2;
+  blocking_pool<int, Order> p;
+  std::vector<std::atomic<int>> seen(kProducers * kPerProducer);
+  std::atomic<int> taken{0}, stopped{0}, producers_left{kProducers};
+  std::mutex slot_mu;  // the takers' current stop_sources (test scaffolding only)
+  std::vector<std::stop_source> slot(kTakers);
+  bool all_taken = false;  // under slot_mu
+  group g(kind);
+  for (int t = 0; t < kTakers; ++t) {
+    g.spawn([&, t] {
+      while (producers_left.load() > 0 || p.size() > 0) {
+        std::stop_source src;
+        {
+          std::lock_guard lock(slot_mu);
+          if (all_taken) return;  // the canceller's last round is over
+          slot[t] = src;          // shares src's stop state
+        }
+        std::optional<int> v =
+            t == 0 ? p.take(src.get_token()) : p.try_take_for(std::chrono::milliseconds(2));
+        if (v) {
+          seen[*v].fetch_add(1);
+          ++taken;
+        } else if (src.stop_requested()) {
+          ++stopped;
+        }
+      }
+    });
+  }
+  g.spawn([&] {  // the canceller
+    std::mt19937 rng(7);
+    while (producers_left.load() > 0 || taken.load() < kProducers * kPerProducer) {
+      const auto until = clock::now() + std::chrono::microseconds(rng() % 40);
+      while (clock::now() < until) yield_now();
+      std::stop_source victim;
+      {
+        std::lock_guard lock(slot_mu);
+        victim = slot[rng() % kTakers];
+      }
+      victim.request_stop();
+    }
+    // Whoever still waits is let go, and nobody starts another take.
+    std::lock_guard lock(slot_mu);
+    all_taken = true;
+    for (auto& s : slot) s.request_stop();
+  });
+  for (int pr = 0; pr < kProducers; ++pr) {
+    g.spawn([&, pr] {
+      for (int k = 0; k < kPerProducer; ++k) {
+        p.put(pr * kPerProducer + k);
+        if (k % 8 == 0) {  // a pause now and then, in which takers wait
+          const auto until = clock::now() + 10us;
+          while (clock::now() < until) yield_now();
+        }
+      }
+      producers_left.fetch_sub(1);
+    });
+  }
+  g.join();
+  int left = 0;
+  while (auto v = p.try_take()) {
+    seen[*v].fetch_add(1);
+    ++left;
+  }
+  EXPECT_EQ(taken.load() + left, kProducers * kPerProducer);
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "element " << i;
+  EXPECT_GT(stopped.load(), 0) << "no take was stopped: the test tested nothing";
+  EXPECT_EQ(p.waiting(), 0u);
+}
+
+TEST_P(PoolIn, StopRequestsRacingTakesLoseNothingFifo) {
+  stop_requests_race_takes<pool_order::fifo>(GetParam());
+}
+TEST_P(PoolIn, StopRequestsRacingTakesLoseNothingLifo) {
+  stop_requests_race_takes<pool_order::lifo>(GetParam());
 }
 
 }  // namespace
