@@ -31,9 +31,8 @@
 //   its index has not yet moved the buffer's end waits for that move, rather
 //   than report full a buffer that receive has already emptied a slot of.
 //   One segment of 32 cells is allocated per 32 operations and reused once
-//   every index has passed it; taking one from the free list waits for
-//   another caller taking one (a few instructions) for at most about a
-//   microsecond, then allocates one instead. So a thread stopped
+//   every index has passed it (the free list is a lock-free stack). So a
+//   thread stopped
 //   anywhere in a send or receive holds up at most the counterpart that
 //   meets it in its cell (tests/lockfree_channel_test), where a thread
 //   stopped inside channel<T>'s lock holds up every caller.

@@ -1,23 +1,21 @@
 /* SPIN model of the segment list's free list (sync/tessera/detail/
  * segment_list.h: release() and pop_free()): reclaimed segments kept for
- * reuse, taken by an operation that needs a new segment, with no operation
- * ever waiting for another.
+ * reuse, a lock-free stack whose head word carries the top segment and a
+ * count of the changes made to it.
  *
- *  - push (release): anyone, any time; read the head, point the segment's
- *    free_next at it, CAS the head from what was read to the segment; retry
- *    on failure.
- *  - pop (pop_free): try the pop lock (for about a microsecond: modelled as
- *    one try, since any try may find it taken); if another caller holds it,
- *    give up (the caller allocates a fresh segment instead). Holding it: read
- *    the head; if null, unlock and give up; else CAS the head from it to its
- *    free_next, rereading the head on failure; unlock. (A fresh segment is on
- *    no list until it is linked, so it is not modelled.)
+ *  - push (release): read the head; point the segment's link at the head's
+ *    segment; CAS the head from what was read to (segment, count + 1);
+ *    retry on failure.
+ *  - pop (pop_free): read the head; if it names no segment, give up (the
+ *    caller allocates); read that segment's link (it may be stale: the
+ *    segment may have been popped, even pushed again, since); CAS the head
+ *    from what was read to (link, count + 1); retry on failure.
  *
  * Processes: NP callers, each ROUNDS times either pushing a segment it owns
  * or popping one. At the start the list holds the segments 0..NS-1 (segment
- * NS-1 on top) and no caller owns one. Each statement that touches shared
- * state is atomic, as the seq_cst/acq_rel RMWs and loads are; a plain field
- * (free_next) is written by its owner only.
+ * NS-1 on top) and no caller owns one. Each read and CAS of the head and
+ * each access to a link is one atomic step. The count is exact here (the
+ * real one wraps after 2^22 changes; the header says why that is safe).
  *
  * Checked:
  *  - a pop takes a segment that is on the list, and only one caller owns a
@@ -25,13 +23,12 @@
  *    stack's pop);
  *  - at the end the list is a chain without cycles holding exactly the
  *    segments nobody owns (none lost);
- *  - nobody waits: every caller ends (no invalid end state), whatever the
- *    others do.
- * Mutations that must be caught: -DNO_POP_LOCK (pops without the lock: one
- * pop reads the head A and its next B, another pops A and B and pushes A
+ *  - nobody waits: every caller ends (no invalid end state).
+ * Mutations that must be caught: -DNO_COUNT (the head carries no count: one
+ * pop reads the head A and its link B, another pops A and B and pushes A
  * back, and the first CAS succeeds, putting B, owned, back on top) and
- * -DLINK_AFTER_CAS (a push publishes the segment before it points its
- * free_next at the old head: a pop in between takes a stale next).
+ * -DLINK_AFTER_CAS (a push publishes the segment before it points its link
+ * at the old head: a pop in between takes a stale link).
  */
 #ifndef NP
 #define NP 3
@@ -46,60 +43,54 @@
 #define ONLIST 254
 
 byte head = NS - 1;
-byte next[NS];
-byte owner[NS];  /* ONLIST, or the caller's id */
-bit pop_lock = 0;
+byte count = 0;    /* the head word's count of changes */
+byte link[NS];
+byte owner[NS];    /* ONLIST, or the caller's id */
 byte ended = 0;
 
+#ifdef NO_COUNT
+#define BUMP skip
+#else
+#define BUMP count++
+#endif
+
 inline push(me, s) {
-  byte top;
+  byte top, c;
   owner[s] = ONLIST;  /* from here the list may hand it out */
   do
-  :: atomic { top = head };
+  :: atomic { top = head; c = count };
 #ifdef LINK_AFTER_CAS
      if
-     :: atomic { head == top -> head = s };
-        next[s] = top;
+     :: atomic { head == top && count == c -> head = s; BUMP };
+        link[s] = top;
         break
-     :: atomic { head != top -> skip }
+     :: atomic { !(head == top && count == c) -> skip }
      fi
 #else
-     next[s] = top;
+     link[s] = top;
      if
-     :: atomic { head == top -> head = s }; break
-     :: atomic { head != top -> skip }
+     :: atomic { head == top && count == c -> head = s; BUMP }; break
+     :: atomic { !(head == top && count == c) -> skip }
      fi
 #endif
   od
 }
 
 inline pop(me) {
-  byte top, nx;
-#ifndef NO_POP_LOCK
-  if
-  :: atomic { pop_lock == 0 -> pop_lock = 1 };
-#else
-  if
-  :: true ->
-#endif
-     atomic { top = head };
-     do
-     :: top == NIL -> break
-     :: top != NIL ->
-        nx = next[top];
-        if
-        :: atomic { head == top -> head = nx;
-                    assert(owner[top] == ONLIST);  /* on the list when taken */
-                    owner[top] = me };
-           break
-        :: atomic { head != top -> top = head }
-        fi
-     od;
-#ifndef NO_POP_LOCK
-     pop_lock = 0
-  :: atomic { pop_lock == 1 -> skip }  /* taken: allocate instead */
-#endif
-  fi
+  byte top, c, nx;
+  atomic { top = head; c = count };
+  do
+  :: top == NIL -> break  /* empty: allocate instead */
+  :: top != NIL ->
+     nx = link[top];
+     if
+     :: atomic { head == top && count == c -> head = nx; BUMP;
+                 assert(owner[top] == ONLIST);  /* on the list when taken */
+                 owner[top] = me };
+        break
+     :: atomic { !(head == top && count == c) -> top = head; c = count }
+     fi
+  od
 }
 
 proctype caller(byte me) {
@@ -128,7 +119,7 @@ init {
   atomic {
     i = 0;
     do
-    :: i < NS -> owner[i] = ONLIST; if :: i == 0 -> next[i] = NIL :: else -> next[i] = i - 1 fi; i++
+    :: i < NS -> owner[i] = ONLIST; if :: i == 0 -> link[i] = NIL :: else -> link[i] = i - 1 fi; i++
     :: i == NS -> break
     od;
     i = 0;
@@ -142,7 +133,7 @@ init {
   p = head; n = 0;
   do
   :: p == NIL -> break
-  :: p != NIL -> assert(owner[p] == ONLIST); n++; assert(n <= NS); p = next[p]
+  :: p != NIL -> assert(owner[p] == ONLIST); n++; assert(n <= NS); p = link[p]
   od;
   k = 0; i = 0;
   do

@@ -33,19 +33,23 @@
 // it any more. So a queue whose waiters all time out keeps a bounded number
 // of segments, not one per N of them.
 //
-// The free list (model-checked in tests/model/free_list.pml; reclaimed
-// segments for reuse) never makes an operation wait on another: anyone
-// pushes with a CAS on its head, and a pop tries the list's pop lock for
-// about a microsecond (a pop is a few instructions), then allocates a fresh
-// segment instead. One popper at a time is what makes the pop's CAS safe: a
-// segment leaves the list only through that popper, so the head it read
-// cannot be popped and pushed back under it (no ABA). A fresh segment that
-// loses the race to be linked is deleted (nobody has seen it); a reused one
-// goes back. The reclaimer's own lock is only tried (a caller that finds it
-// taken leaves a request and goes on). So a thread stopped anywhere in here
-// holds up no other operation; at worst it keeps segments from reclamation
-// while it holds one. (The allocator behind a fresh segment is the C++
-// runtime's.)
+// The free list (reclaimed segments for reuse; model-checked in
+// tests/model/free_list.pml) is a lock-free stack (Treiber's): a push or a pop
+// is a CAS on its head. The head word carries, beside the top segment's
+// address, a count of the changes made to it, so that a pop which read top A
+// and A's next B cannot succeed after others popped A and B and pushed A back
+// (ABA): the count moved on. The count has 22 bits (the address's 6 low bits,
+// free by the segments' 64-byte alignment, and the 16 above the 48 that user-
+// space addresses use on x86-64 and AArch64 Linux, checked at allocation), so
+// a stale pop could succeed only if its thread stopped between its two reads
+// while exactly a multiple of 4,194,304 changes were made (each reuse of a
+// segment is two: tens of millions of operations). Segments are never freed
+// while the list lives, so a stale read of a popped segment's link is
+// harmless. The reclaimer's lock is only tried (a caller that finds it taken
+// leaves a request and goes on). So no operation here waits for another: a
+// thread stopped anywhere in here holds up nobody, and at worst keeps segments
+// from reclamation while it holds one. (The allocator behind a fresh segment
+// is the C++ runtime's.)
 //
 // Cell requirements: default constructible, and `void reset() noexcept`
 // (called on a segment before it is linked, fresh or reused; the cells of a
@@ -85,7 +89,8 @@ class segment_list {
     }
     std::atomic<std::uint32_t> cancelled{0};  // cells reported by cancelled()
     std::atomic<bool> retired{false};         // unlinked (written under reclaim_lock_)
-    segment* free_next = nullptr;  // on the free list or the retired list (reclaim_lock_)
+    segment* free_next = nullptr;             // on the retired list (reclaim_lock_)
+    std::atomic<segment*> free_link{nullptr};  // on the free list
     Cell cells[N];
   };
 
@@ -97,7 +102,8 @@ class segment_list {
   }
   ~segment_list() {
     for (segment* s = first_; s != nullptr;) delete std::exchange(s, s->next.load());
-    for (segment* s = free_.load(); s != nullptr;) delete std::exchange(s, s->free_next);
+    for (segment* s = address_of(free_.load()); s != nullptr;)
+      delete std::exchange(s, s->free_link.load());
     for (segment* s = retired_; s != nullptr;) delete std::exchange(s, s->free_next);
   }
   segment_list(const segment_list&) = delete;
@@ -132,16 +138,11 @@ class segment_list {
     while (s->id.load(std::memory_order_acquire) < id) {
       segment* n = s->next.load(std::memory_order_acquire);
       if (n == nullptr) {
-        bool from_heap = false;
-        segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1, from_heap);
+        segment* fresh = allocate(s->id.load(std::memory_order_relaxed) + 1);
         if (s->next.compare_exchange_strong(n, fresh, std::memory_order_acq_rel)) {
           n = fresh;
-        } else if (from_heap) {
-          // Another operation linked one first. Nobody has seen ours.
-          live_.fetch_sub(1, std::memory_order_relaxed);
-          delete fresh;
         } else {
-          release(fresh);  // it came from the free list: back for reuse
+          release(fresh);  // another operation linked one first: ours goes back for reuse
         }
       }
       // `s` is held, so reclamation stops at or before it: `n` is safe to hold.
@@ -198,13 +199,15 @@ class segment_list {
 
  private:
   segment* allocate(std::uint64_t id) {
-    bool from_heap = false;
-    return allocate(id, from_heap);
-  }
-  segment* allocate(std::uint64_t id, bool& from_heap) {
     segment* s = pop_free();
-    from_heap = s == nullptr;
-    if (from_heap) s = new segment;
+    if (s == nullptr) {
+      s = new segment;
+      if ((reinterpret_cast<std::uintptr_t>(s) & ~kAddressBits) != 0) {
+        misuse_abort(
+            "tessera::detail::segment_list: a segment's address does not fit in 48 bits, "
+            "which the free list's tagged head needs");
+      }
+    }
     s->free_next = nullptr;
     s->retired.store(false, std::memory_order_relaxed);
     s->cancelled.store(0, std::memory_order_relaxed);
@@ -315,37 +318,40 @@ class segment_list {
   /// Puts `s` (reclaimed, or allocated and never linked) on the free list.
   void release(segment* s) noexcept {
     live_.fetch_sub(1, std::memory_order_relaxed);
-    segment* top = free_.load(std::memory_order_relaxed);
+    std::uintptr_t head = free_.load(std::memory_order_relaxed);
     do {
-      s->free_next = top;
-    } while (
-        !free_.compare_exchange_weak(top, s, std::memory_order_release, std::memory_order_relaxed));
+      s->free_link.store(address_of(head), std::memory_order_relaxed);
+    } while (!free_.compare_exchange_weak(head, changed(head, s), std::memory_order_release,
+                                          std::memory_order_relaxed));
   }
-  /// A segment from the free list, or null if it is empty or another caller
-  /// has been popping for kPopWaitNanos: a pop is a few instructions, so a
-  /// longer one is a stopped or preempted popper, and waiting for it no
-  /// longer is what keeps every caller going. (Not waiting at all would let
-  /// the two sides that reach a new segment together each allocate one, and
-  /// the list grow by one each time.)
+  /// A segment from the free list, or null if it is empty.
   segment* pop_free() noexcept {
-    if (free_.load(std::memory_order_relaxed) == nullptr) return nullptr;
-    const unsigned steps = relax_steps_for(kPopWaitNanos);
-    for (unsigned i = 0; !pop_lock_.try_lock(); ++i) {
-      if (i == steps) return nullptr;
-      cpu_relax();
+    std::uintptr_t head = free_.load(std::memory_order_acquire);
+    for (;;) {
+      segment* top = address_of(head);
+      if (top == nullptr) return nullptr;
+      // If `top` was popped (and even reused) since `head` was read, this
+      // link is stale, and the CAS fails: the head's count has moved on.
+      segment* next = top->free_link.load(std::memory_order_relaxed);
+      if (free_.compare_exchange_weak(head, changed(head, next), std::memory_order_acquire,
+                                      std::memory_order_acquire)) {
+        return top;
+      }
     }
-    // The only popper: `top` stays on the list until our CAS takes it, so its
-    // free_next (written before the push that published it) is stable.
-    segment* top = free_.load(std::memory_order_acquire);
-    while (top != nullptr &&
-           !free_.compare_exchange_weak(top, top->free_next, std::memory_order_acquire,
-                                        std::memory_order_acquire)) {
-    }
-    pop_lock_.unlock();
-    return top;
   }
 
-  static constexpr unsigned kPopWaitNanos = 1000;
+  // The free list's head word: the top segment's address in bits 6-47, and
+  // the count of changes in bits 0-5 and 48-63.
+  static constexpr std::uintptr_t kAddressBits = 0x0000'FFFF'FFFF'FFC0;
+  static_assert(sizeof(std::uintptr_t) == 8, "the free list's tagged head needs 64-bit words");
+  static segment* address_of(std::uintptr_t head) noexcept {
+    return reinterpret_cast<segment*>(head & kAddressBits);
+  }
+  /// The head word after `head`, with `top` on top and the count one more.
+  static std::uintptr_t changed(std::uintptr_t head, segment* top) noexcept {
+    const std::uintptr_t count = ((head >> 48) << 6 | (head & 63)) + 1;
+    return reinterpret_cast<std::uintptr_t>(top) | (count & 63) | ((count >> 6) << 48);
+  }
 
   struct alignas(64) side_ptr {
     std::atomic<segment*> p;
@@ -353,13 +359,12 @@ class segment_list {
   side_ptr sides_[Sides];
   const std::size_t active_;
   alignas(64) std::atomic<std::size_t> live_{0};
-  spin_lock pop_lock_;      // one popper of free_ at a time; tried for kPopWaitNanos
   spin_lock reclaim_lock_;  // one reclaimer at a time; only tried
   std::atomic<bool> reclaim_wanted_{false};
   std::atomic<std::size_t> removable_{0};  // segments all cancelled, not yet unlinked
   segment* first_ = nullptr;               // the oldest live segment; guarded by reclaim_lock_
   segment* retired_ = nullptr;             // unlinked, in id order; guarded by reclaim_lock_
-  std::atomic<segment*> free_{nullptr};    // reclaimed segments for reuse (pop: pop_lock_)
+  std::atomic<std::uintptr_t> free_{0};    // reclaimed segments for reuse: the tagged head
 };
 
 }  // namespace tessera::detail
