@@ -23,7 +23,7 @@ namespace {
 TEST_P(ChannelIn, SegmentsAreReusedOnceEveryIndexHasPassed) {
   watchdog dog("lockfree_channel segments", 90s);
   lockfree_channel<int> ch(capacity());
-  constexpr int kPairs = 2, kItems = 3000;  // 12,000 cells per index: 375 segments' worth
+  constexpr int kPairs = 2, kItems = 3000;  // 6,000 sends: 190 segments and more per index
   std::atomic<int> senders_left{kPairs};
   run_all(kind(), 2 * kPairs, [&](int id) {
     if (id < kPairs) {
