@@ -124,6 +124,19 @@ TEST_P(PoolIn, TimedAndStoppedTakesGiveUpTakingNothing) {
   EXPECT_FALSE(p.take(stop.get_token()).has_value());
 }
 
+// After quiescence: drains what the pool still holds into `seen`; every
+// element must then have been seen once, `taken` of them by the takers.
+template <class Pool>
+void expect_each_element_once(Pool& p, std::vector<std::atomic<int>>& seen, int taken) {
+  int left = 0;
+  while (auto v = p.try_take()) {
+    seen[*v].fetch_add(1);
+    ++left;
+  }
+  EXPECT_EQ(taken + left, static_cast<int>(seen.size()));
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "element " << i;
+}
+
 // Producers and consumers with timed and stopped takes mixed in: after
 // quiescence every element was taken exactly once or is still in the pool.
 TEST_P(PoolIn, StressConservesEveryElement) {
@@ -167,20 +180,15 @@ TEST_P(PoolIn, StressConservesEveryElement) {
   done = true;
   stop.request_stop();
   g.join();
-  int left = 0;
-  while (auto v = p.try_take()) {
-    seen[*v].fetch_add(1);
-    ++left;
-  }
-  EXPECT_EQ(taken.load() + left, kProducers * kPerProducer);
-  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "element " << i;
+  expect_each_element_once(p, seen, taken.load());
   EXPECT_EQ(p.waiting(), 0u);
 }
 
 // Stop requests land at random moments on takes in flight (each take its
 // own stop_source, requested by a canceller that sleeps a random few
 // microseconds between requests): a stopped take takes nothing, and every
-// element is taken once or is still in the pool, in both orders.
+// element is taken once or is still in the pool, in both orders. Halfway
+// through, one producer waits until a stop has woken a waiting take.
 template <pool_order Order>
 void stop_requests_race_takes(exec_kind kind) {
   watchdog dog("pool takes stopped at random", 120s);
@@ -232,6 +240,12 @@ void stop_requests_race_takes(exec_kind kind) {
   for (int pr = 0; pr < kProducers; ++pr) {
     g.spawn([&, pr] {
       for (int k = 0; k < kPerProducer; ++k) {
+        if (pr == 0 && k == kPerProducer / 2) {
+          // Halfway, until a stop has landed on a waiting take (the others
+          // drain the pool meanwhile), so that every run has one.
+          EXPECT_TRUE(eventually([&] { return stopped.load() > 0; }, 20s))
+              << "no stop request ever woke a waiting take";
+        }
         p.put(pr * kPerProducer + k);
         if (k % 8 == 0) {  // a pause now and then, in which takers wait
           const auto until = clock::now() + 10us;
@@ -242,14 +256,7 @@ void stop_requests_race_takes(exec_kind kind) {
     });
   }
   g.join();
-  int left = 0;
-  while (auto v = p.try_take()) {
-    seen[*v].fetch_add(1);
-    ++left;
-  }
-  EXPECT_EQ(taken.load() + left, kProducers * kPerProducer);
-  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "element " << i;
-  EXPECT_GT(stopped.load(), 0) << "no take was stopped: the test tested nothing";
+  expect_each_element_once(p, seen, taken.load());
   EXPECT_EQ(p.waiting(), 0u);
 }
 
