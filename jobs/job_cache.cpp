@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "tessera/detail/job_scope.h"
+#include "tessera/detail/tls_access.h"
 
 namespace tessera::detail {
 namespace {
@@ -61,7 +62,12 @@ class job_cache {
   std::size_t size_ = 0;
 };
 
-thread_local job_cache cache;
+// The calling thread's cache, looked up afresh at every call: new and delete
+// may be inlined into a frame that parks between them.
+TESSERA_TLS_ACCESSOR job_cache& this_thread_cache() noexcept {
+  thread_local job_cache cache;
+  return cache;
+}
 
 }  // namespace
 
@@ -69,7 +75,7 @@ void* job_scope::job::operator new(std::size_t size) {
   static_assert(sizeof(job) >= sizeof(free_block));
   if constexpr (kCacheJobs) {
     if (size == sizeof(job)) {
-      if (void* p = cache.take()) return p;
+      if (void* p = this_thread_cache().take()) return p;
     }
   }
   return ::operator new(size);
@@ -77,7 +83,7 @@ void* job_scope::job::operator new(std::size_t size) {
 
 void job_scope::job::operator delete(void* p, std::size_t size) noexcept {
   if constexpr (kCacheJobs) {
-    if (size == sizeof(job) && cache.give(p)) return;
+    if (size == sizeof(job) && this_thread_cache().give(p)) return;
   }
   ::operator delete(p);
 }

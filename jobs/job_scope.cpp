@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "tessera/detail/cpu.h"
+#include "tessera/detail/tls_access.h"
 #include <stdexcept>
 #include <string>
 
@@ -21,7 +22,7 @@ namespace {
 constexpr unsigned kWaitSpins = 2000;
 }  // namespace
 
-runtime_impl*& borrowed_runtime() noexcept {
+TESSERA_TLS_ACCESSOR runtime_impl*& borrowed_runtime() noexcept {
   constinit thread_local runtime_impl* rt = nullptr;
   return rt;
 }

@@ -10,6 +10,7 @@
 
 #include "tessera/detail/futex.h"
 #include "tessera/detail/tick_clock.h"
+#include "tessera/detail/tls_access.h"
 
 namespace tessera {
 namespace {
@@ -132,38 +133,41 @@ std::uint64_t thread_sleeps_and_wakes() noexcept {
   return sleeps_and_wakes.load(std::memory_order_relaxed);
 }
 
-waiter*& current_waiter_slot() noexcept {
+TESSERA_TLS_ACCESSOR waiter*& current_waiter_slot() noexcept {
   if (tls_current == nullptr) init_thread_waiter();
   return tls_current;
 }
 
-waiter* thread_waiter() noexcept {
+TESSERA_TLS_ACCESSOR waiter* thread_waiter() noexcept {
   waiter* w = tls_thread;
   return w != nullptr ? w : init_thread_waiter();
 }
 }  // namespace detail
 
-waiter* self() noexcept {
+// The calls below read tls_current on the calling thread every time, even
+// under LTO (tessera/detail/tls_access.h): a fiber calls them on both sides
+// of a park, and may be on another worker after it.
+TESSERA_TLS_ACCESSOR waiter* self() noexcept {
   waiter* w = tls_current;
   return w != nullptr ? w : init_thread_waiter();
 }
 
-void park() {
+TESSERA_TLS_ACCESSOR void park() {
   waiter* w = tls_current;  // self(), inlined: the hot path of every primitive
   if (w == nullptr) w = init_thread_waiter();
   w->ops->park(*w);
 }
 
-bool park_until(std::chrono::steady_clock::time_point deadline) {
+TESSERA_TLS_ACCESSOR bool park_until(std::chrono::steady_clock::time_point deadline) {
   waiter* w = self();
   return w->ops->park_until(*w, deadline);
 }
 
-bool should_spin() noexcept {
+TESSERA_TLS_ACCESSOR bool should_spin() noexcept {
   return self()->ops->is_os_thread;
 }
 
-void yield_now() {
+TESSERA_TLS_ACCESSOR void yield_now() {
   waiter* w = self();
   w->ops->yield(*w);
 }

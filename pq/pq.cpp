@@ -254,10 +254,6 @@ void connection::abandon(std::error_code why, const char* what) {
 }
 
 result connection::finish(const char* what) {
-  // The failed wait is handled after the catch block: abandon() parks, and a
-  // fiber must not park inside a handler (the C++ runtime keeps the caught
-  // exception on the worker thread's list, and the fiber may resume on another).
-  std::error_code why;
   try {
     flush(deadline_);
     result last;
@@ -270,10 +266,11 @@ result connection::finish(const char* what) {
     if (!ok()) fail(what);
     return last;
   } catch (const std::system_error& e) {
-    why = e.code();
+    // A wait failed (deadline, stop request): cancel on the server, which
+    // parks here in the handler, as a thread would block in one.
+    if (!ok()) fail(what);
+    abandon(e.code(), what);
   }
-  if (!ok()) fail(what);
-  abandon(why, what);
 }
 
 result connection::query(std::string_view sql) {
@@ -352,7 +349,6 @@ std::vector<result> batch::run() {
   std::vector<result> out;
   out.reserve(queued_);
   std::optional<error> err;
-  std::error_code why;
   if (PQpipelineSync(c_.c_) == 0) c_.fail("batch::run");
   try {
     c_.flush(c_.deadline_);
@@ -373,13 +369,11 @@ std::vector<result> batch::run() {
       }
     }
   } catch (const std::system_error& e) {
-    why = e.code();  // handled below, outside the handler (see finish())
+    queued_ = 0;
+    if (!c_.ok()) c_.fail("batch::run");
+    c_.abandon(e.code(), "batch::run");  // parks in the handler (see finish())
   }
   queued_ = 0;
-  if (why) {
-    if (!c_.ok()) c_.fail("batch::run");
-    c_.abandon(why, "batch::run");
-  }
   if (err) throw *err;
   return out;
 }

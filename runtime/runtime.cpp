@@ -264,6 +264,23 @@ std::string get_name() {
   return buf;
 }
 
+void lock_os_thread() noexcept {
+  detail::fiber_record* f = detail::current_fiber();
+  if (f == nullptr) return;  // an OS thread never leaves itself
+  if (f->bound_depth++ == 0) f->bound.store(sched::current_worker(), std::memory_order_relaxed);
+}
+
+void unlock_os_thread() noexcept {
+  detail::fiber_record* f = detail::current_fiber();
+  if (f == nullptr || f->bound_depth == 0) return;  // as Go's: no lock, no effect
+  if (--f->bound_depth == 0) f->bound.store(nullptr, std::memory_order_relaxed);
+}
+
+bool os_thread_locked() noexcept {
+  const detail::fiber_record* f = detail::current_fiber();
+  return f == nullptr || f->bound_depth != 0;
+}
+
 void sleep_until(std::chrono::steady_clock::time_point deadline) {
   if (self()->ops != &detail::fiber_park_ops) {
     std::this_thread::sleep_until(deadline);

@@ -103,6 +103,9 @@ void worker::switch_to(fiber_record* next, post_action act) {
     trace_switch(from, next, act);
   *waiter_slot_ = to_sched ? thread_waiter_ : &next->w;
   *overflow_slot_ = &next->overflow;  // sched_rec_'s is all null: not on a fiber
+  // On this thread, which runs `next` from the jump on: no address is reused
+  // across a switch (language_state.h).
+  lang_.swap(from->lang, next->lang);
   before_switch(from->san, next->san, act == post_action::finish);
   const transfer_t t = jump(next->ctx, this);
   landed(t);  // on whichever worker resumed us: `this` may be stale now
@@ -151,6 +154,10 @@ void worker::complete_other(fiber_record* p, post_action act) noexcept {
       rt.fiber_finished();  // no longer active (job_queue.cpp: what keeps run() waiting)
       break;
     case post_action::yield:
+      if (p->bound.load(std::memory_order_relaxed) != nullptr) {
+        push_local(p);  // its bound queue: it may run nowhere else
+        break;
+      }
       rt.global.push(p);
       rt.notify_work();
       break;

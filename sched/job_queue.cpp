@@ -92,7 +92,8 @@ bool worker::has_job_work(bool others) const noexcept {
 }
 
 bool worker::has_fiber_work() const noexcept {
-  return runnext_.load(std::memory_order_relaxed) != nullptr || !deque_.looks_empty() ||
+  return runnext_.load(std::memory_order_relaxed) != nullptr || bound_head_ != nullptr ||
+         !deque_.looks_empty() ||
          !inbox_.looks_empty() || !rt.global.looks_empty();
 }
 

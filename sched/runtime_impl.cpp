@@ -89,8 +89,11 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->done.store(false, std::memory_order_relaxed);
   f->joiner.store(nullptr, std::memory_order_relaxed);
   f->error = nullptr;
+  f->lang = {};  // no exception in flight, errno 0: as a new thread starts
   f->link = nullptr;
   f->last_worker.store(home, std::memory_order_relaxed);
+  f->bound.store(nullptr, std::memory_order_relaxed);
+  f->bound_depth = 0;
   f->w.state.store(kEmpty, std::memory_order_relaxed);
   ++f->w.generation;  // a new owner of a possibly recycled record
   f->listed_id.store(f->id, std::memory_order_relaxed);

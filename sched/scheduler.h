@@ -99,6 +99,7 @@
 #include <vector>
 
 #include "context.h"
+#include "language_state.h"
 #include "poller.h"
 #include "queues.h"
 #include "stack.h"
@@ -140,9 +141,16 @@ struct fiber_record {
   stack_mem stack;
   overflow_info overflow;  // its guard page, for the overflow handler
   sanitizer_context san;
+  // Its exception globals and errno while it is switched out (language_state.h).
+  language_state lang;
   fiber_record* link = nullptr;  // intrusive queue link (inbox, global FIFO)
   runtime_impl* rt = nullptr;
   std::atomic<worker*> last_worker{nullptr};  // where it last ran (remote unparks go there)
+  // The worker it is locked to (this_fiber::lock_os_thread), or null: it may
+  // run anywhere. Written by the fiber while it runs, read by whoever makes it
+  // runnable (after the park's release, or on the worker itself); relaxed.
+  std::atomic<worker*> bound{nullptr};
+  std::uint32_t bound_depth = 0;  // nested lock_os_thread calls; the fiber's own
   // Parks that blocked, for the deadlock watchdog: a fiber that keeps being
   // woken is not stuck, even when every look finds it parked. Written by the
   // fiber only (a plain load and store).
@@ -281,6 +289,11 @@ class worker {
   void yield_current();
   [[noreturn]] void finish_current();
   void push_local(fiber_record* f);
+  /// push_local() of a fiber locked to worker `to`: this worker's bound
+  /// queue, or `to`'s inbox. Bound fibers never enter a deque, a runnext slot
+  /// another worker may take, or the global FIFO.
+  void push_bound(fiber_record* f, worker* to);
+  fiber_record* take_bound() noexcept;
   void make_runnext(fiber_record* f);  // pick.h, with the two below
   fiber_record* take_runnext() noexcept;
   void push_fired(std::vector<fiber_record*>& fired);
@@ -408,7 +421,13 @@ class worker {
   // other files), looked up once: switch_to() writes both at every switch.
   waiter** waiter_slot_ = nullptr;
   const overflow_info** overflow_slot_ = nullptr;
+  // The thread's exception globals and errno, swapped at every switch.
+  thread_language_state lang_;
   std::vector<fiber_record*> fired_;
+  // Runnable fibers locked to this worker, FIFO through fiber_record::link;
+  // touched by this worker only (others reach it through the inbox).
+  fiber_record* bound_head_ = nullptr;
+  fiber_record* bound_tail_ = nullptr;
   std::vector<stack_mem> stack_cache_;
   std::vector<fiber_record*> record_cache_;
   // Jobs: one work-stealing deque per priority; the idle runner fiber and spares.

@@ -5,6 +5,8 @@
 #include <optional>
 #include <thread>
 
+#include "tessera/detail/tls_access.h"
+
 namespace tessera::sched {
 
 constinit thread_local worker* tls_worker = nullptr;
@@ -13,9 +15,9 @@ void set_current_worker(worker* w) noexcept {
   tls_worker = w;
 }
 
-// Not inlined, not analysed: a fiber may migrate between workers across any
-// park, so the TLS read must happen afresh at every call.
-[[gnu::noipa]] worker* current_worker() noexcept {
+// A fiber may migrate between workers across any park: the TLS read must
+// happen afresh at every call (tessera/detail/tls_access.h).
+TESSERA_TLS_ACCESSOR worker* current_worker() noexcept {
   return tls_worker;
 }
 
@@ -51,6 +53,7 @@ void worker::thread_main() {
   waiter_slot_ = &detail::current_waiter_slot();
   *waiter_slot_ = thread_waiter_;
   overflow_slot_ = &current_overflow_info();
+  lang_ = thread_language_state::current();
   if (rt.opts.pin_workers) rt.topo.pin_current_thread(index);
   alt_signal_stack alt;
 #if TESSERA_TSAN
@@ -113,6 +116,7 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
     if (fiber_record* f = rt.global.pop()) return f;
     if (fiber_record* f = drain_inbox()) return f;
     if (fiber_record* f = deque_.steal()) return f;  // our own oldest
+    if (fiber_record* f = take_bound()) return f;
     if (rt.jobs_used() && has_job_work(false)) {
       if (fiber_record* r = acquire_runner()) return r;  // queued jobs (job_queue.cpp)
     }
@@ -125,6 +129,7 @@ fiber_record* worker::pick_beyond_runnext(std::uint32_t tick) {
   }
   runnext_streak_ = 0;
   if (fiber_record* f = deque_.take()) return f;
+  if (fiber_record* f = take_bound()) return f;
   if (fiber_record* f = drain_inbox()) return f;
   if (fiber_record* f = rt.global.pop()) return f;
   if (fiber_record* f = take_runnext()) return f;
@@ -173,6 +178,7 @@ fiber_record* worker::steal_stale_runnext() {
       watching_ = true;
       continue;
     }
+    if (f->bound.load(std::memory_order_relaxed) == &victim) continue;  // its owner's alone
     seen.fiber = nullptr;
     if (victim.runnext_.compare_exchange_strong(f, nullptr, std::memory_order_acq_rel,
                                                 std::memory_order_relaxed)) {
@@ -185,8 +191,35 @@ fiber_record* worker::steal_stale_runnext() {
 }
 
 void worker::push_local(fiber_record* f) {
+  if (worker* to = f->bound.load(std::memory_order_relaxed)) [[unlikely]] {
+    push_bound(f, to);
+    return;
+  }
   if (!deque_.push(f)) rt.global.push(f);
   rt.notify_work();
+}
+
+void worker::push_bound(fiber_record* f, worker* to) {
+  if (to != this) {
+    to->push_inbox(f);  // drained by `to` into its bound queue (wakes it if asleep)
+    return;
+  }
+  f->link = nullptr;
+  if (bound_tail_ != nullptr) {
+    bound_tail_->link = f;
+  } else {
+    bound_head_ = f;
+  }
+  bound_tail_ = f;
+}
+
+fiber_record* worker::take_bound() noexcept {
+  fiber_record* f = bound_head_;
+  if (f == nullptr) return nullptr;
+  bound_head_ = f->link;
+  if (bound_head_ == nullptr) bound_tail_ = nullptr;
+  f->link = nullptr;
+  return f;
 }
 
 void worker::make_runnext_contended(fiber_record* f) {
@@ -219,7 +252,8 @@ void runtime_impl::schedule_woken_elsewhere(fiber_record* f, worker* cur) noexce
   // while we are still inside push_inbox(). run_root() waits for this count to
   // drop to zero before it tears the workers down.
   remote_inflight.fetch_add(1, std::memory_order_seq_cst);
-  worker* home = f->last_worker.load(std::memory_order_relaxed);
+  worker* home = f->bound.load(std::memory_order_relaxed);
+  if (home == nullptr) home = f->last_worker.load(std::memory_order_relaxed);
   if (home == nullptr) home = workers.front().get();
   home->push_inbox(f);
   remote_inflight.fetch_sub(1, std::memory_order_release);

@@ -52,11 +52,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tessera/detail/tls_access.h"
+
 namespace tessera::detail {
 namespace {
 
 /// A per-thread xorshift: the random poll order (Go's cheaprand).
-std::uint32_t next_random() noexcept {
+TESSERA_TLS_ACCESSOR std::uint32_t next_random() noexcept {
   thread_local std::uint32_t x =
       0x9e3779b9u ^ static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&x) >> 4);
   x ^= x << 13;

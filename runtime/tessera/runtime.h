@@ -22,14 +22,25 @@
 // idle workers spin for `idle_spin`, then sleep on a futex until work or a timer
 // arrives. Scheduling is cooperative: a fiber runs until it parks, yields or ends.
 //
-// Exceptions: a fiber may throw and catch as any function, and an exception
-// that leaves a fiber's function reaches join(). One rule: do not park (wait
-// on a primitive, sleep, do I/O, join) *inside a catch handler*. The C++
-// runtime keeps the exceptions being handled on a per-thread list, and a
-// fiber that parks there may resume on another worker (or interleave with
-// another fiber's handler on the same one): the list then no longer matches,
-// and the exception object leaks or worse. Copy what the handler needs
-// (`std::current_exception()`, the error code) and wait after it.
+// What a fiber keeps across a park, as a thread keeps it across a blocking
+// call (docs/design.md, "What a fiber keeps"): its stack; the C++ runtime's
+// exception state — the exceptions being handled and the uncaught count — so
+// `throw;`, `std::current_exception()` and `std::uncaught_exceptions()` are
+// the fiber's own, and a catch handler, or a destructor run while an exception
+// unwinds, may park (lock a mutex, sleep, do I/O, join) and resume on any
+// worker; `errno`; and fiber_local<T> values. An exception that leaves a
+// fiber's function reaches join().
+//
+// What a fiber shares with the worker that runs it: everything else the OS
+// keeps per thread — `thread_local` variables, the thread id, signal masks,
+// scheduling priority and CPU affinity. A fiber may resume on another worker
+// after any park, so a `thread_local` read before a park and one after may be
+// different threads' variables; and a compiler may keep a `thread_local`'s
+// address across the call (GCC and clang both may), reading the old worker's
+// variable while another fiber uses it. Keep per-fiber state in fiber_local<T>,
+// or lock the fiber to its worker (this_fiber::lock_os_thread) around code
+// that needs one thread. The library's own per-thread state is read afresh
+// after every park.
 #pragma once
 
 #include <chrono>
@@ -395,6 +406,21 @@ fiber::id get_id() noexcept;
 void set_name(std::string_view name);
 /// The name set_name() gave the calling fiber (thread), or "".
 std::string get_name();
+/// Locks the calling fiber to the worker thread running it, as Go's
+/// `runtime.LockOSThread`: until the matching unlock_os_thread() it runs on
+/// that OS thread alone, whatever it waits for, so a thread-affine library (a
+/// graphics context, a C library that keeps per-thread state, `thread_local`s
+/// of your own) sees one thread. Calls nest: the fiber is unlocked when every
+/// lock_os_thread() has had its unlock_os_thread(). Other fibers still run on
+/// that worker between its parks; the locked fiber is never stolen, so an
+/// idle worker cannot help it. A fiber's lock ends with the fiber. On an OS
+/// thread that is not a fiber, both calls do nothing (it never moves).
+void lock_os_thread() noexcept;
+/// Undoes one lock_os_thread(); without one, does nothing (as Go's).
+void unlock_os_thread() noexcept;
+/// Whether the caller stays on its OS thread across waits: a locked fiber,
+/// or any OS thread.
+bool os_thread_locked() noexcept;
 /// Parks until `deadline` (steady clock); never returns early. Other clocks are
 /// converted once at the call.
 void sleep_until(std::chrono::steady_clock::time_point deadline);

@@ -70,15 +70,17 @@ class job_scope {
   template <class F>
   void run_inline(F&& f) noexcept {
     if (cancelled()) return;
-    runtime_impl*& borrowed = borrowed_runtime();
-    runtime_impl* const saved = borrowed;
-    borrowed = rt_;
+    // Only a plain thread borrows: a worker finds its runtime itself, and a
+    // fiber may finish f() on another worker than the one it began on.
+    runtime_impl** borrowed = sched::current_runtime() == nullptr ? &borrowed_runtime() : nullptr;
+    runtime_impl* const saved = borrowed != nullptr ? *borrowed : nullptr;
+    if (borrowed != nullptr) *borrowed = rt_;
     try {
       f();
     } catch (...) {
       fail(std::current_exception());
     }
-    borrowed = saved;
+    if (borrowed != nullptr) *borrowed = saved;
   }
 
   /// Helps with queued jobs while this scope's jobs run (a fiber of the

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tessera/detail/tls_access.h"
+
 namespace tessera {
 namespace detail {
 /// Reader-indicator slots per lock: kOwnedSlots owned ones, then shared ones.
@@ -27,7 +29,7 @@ constexpr std::uint32_t reader_slot_index(std::uint32_t slot_code) noexcept {
 }
 /// current_reader_slot()'s out-of-line form (and its first-call path, which
 /// assigns the thread a slot). Never inlined or analysed (noipa): see below.
-[[gnu::noipa]] std::uint32_t current_reader_slot_call() noexcept;
+TESSERA_TLS_ACCESSOR std::uint32_t current_reader_slot_call() noexcept;
 /// The calling OS thread's reader-slot code, or 0 if it has none yet (x86-64
 /// only: elsewhere this assigns one). A fiber that parks may resume on another
 /// worker, so the thread-local must be read afresh at each call; a compiler may
