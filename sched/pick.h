@@ -52,9 +52,9 @@ inline void worker::make_runnext(fiber_record* f) {
 
 inline void runtime_impl::schedule_woken(fiber_record* f) noexcept {
   worker* cur = tls_worker;  // no switch in here: a direct read is fresh
-  if (cur != nullptr && &cur->rt == this && cur->on_fiber() &&
-      (f->bound.load(std::memory_order_relaxed) == nullptr ||
-       f->bound.load(std::memory_order_relaxed) == cur)) {
+  // A fiber locked to another worker goes there (schedule_woken_elsewhere).
+  const worker* bound = f->bound.load(std::memory_order_relaxed);
+  if (cur != nullptr && &cur->rt == this && cur->on_fiber() && (bound == nullptr || bound == cur)) {
     if (cur->trace != nullptr) [[unlikely]] {
       cur->trace->add(trace_kind::unpark, f->id, cur->current()->id);
     }

@@ -21,6 +21,12 @@ as_owner() {
 
 case "$cmd" in
   start)
+    # A run that was interrupted (no `stop`) leaves its server and data: stop
+    # and remove them, as `stop` would have.
+    if [ -d "$dir/data" ]; then
+      as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+      rm -rf "$dir"
+    fi
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     if [ "$(id -u)" -eq 0 ]; then

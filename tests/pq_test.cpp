@@ -208,6 +208,45 @@ TEST_P(PqIn, StopTokenCancelsTheQueryInProgress) {
   });
 }
 
+// The deadline's error path cancels on the server from inside pq's own catch
+// handler, parking there; fibers on two workers do it at once, each inside a
+// handler of its own, and each ends with its own exceptions.
+TEST(Pq, TimeoutsHandledInsideHandlersKeepEachFibersException) {
+  runtime rt({.workers = 2});
+  std::atomic<int> bad{0}, timed_out{0};
+  constexpr int kFibers = 6;
+  rt.run([&] {
+    std::vector<fiber> fibers;
+    for (int i = 0; i < kFibers; ++i) {
+      fibers.emplace_back([&, i] {
+        const std::string mine = "fiber " + std::to_string(i);
+        try {
+          throw std::runtime_error(mine);
+        } catch (const std::runtime_error& outer) {
+          try {
+            auto c = pq::connection::connect(conninfo());
+            c.set_deadline(io::clock::now() + 100ms);
+            (void)c.query("SELECT pg_sleep(20)");
+            ++bad;
+          } catch (const pq::error& e) {
+            if (e.kind() == pq::error_kind::timed_out) ++timed_out;
+          }
+          if (outer.what() != mine) ++bad;
+          try {
+            throw;
+          } catch (const std::runtime_error& again) {
+            if (&again != &outer) ++bad;
+          }
+        }
+        if (std::current_exception() != nullptr) ++bad;
+      });
+    }
+    for (auto& f : fibers) f.join();
+  });
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(timed_out.load(), kFibers);
+}
+
 TEST(Pq, AQueryParksItsFiberNotTheWorker) {
   runtime rt({.workers = 1});
   std::atomic<int> ticks{0};

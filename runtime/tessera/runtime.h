@@ -28,19 +28,21 @@
 // `throw;`, `std::current_exception()` and `std::uncaught_exceptions()` are
 // the fiber's own, and a catch handler, or a destructor run while an exception
 // unwinds, may park (lock a mutex, sleep, do I/O, join) and resume on any
-// worker; `errno`; and fiber_local<T> values. An exception that leaves a
-// fiber's function reaches join().
+// worker; the value of `errno`; and fiber_local<T> values. An exception that
+// leaves a fiber's function reaches join(). Cost: four words copied per switch.
 //
 // What a fiber shares with the worker that runs it: everything else the OS
 // keeps per thread — `thread_local` variables, the thread id, signal masks,
 // scheduling priority and CPU affinity. A fiber may resume on another worker
 // after any park, so a `thread_local` read before a park and one after may be
-// different threads' variables; and a compiler may keep a `thread_local`'s
-// address across the call (GCC and clang both may), reading the old worker's
-// variable while another fiber uses it. Keep per-fiber state in fiber_local<T>,
-// or lock the fiber to its worker (this_fiber::lock_os_thread) around code
-// that needs one thread. The library's own per-thread state is read afresh
-// after every park.
+// different threads' variables; and within one function a compiler may keep a
+// `thread_local`'s address — or errno's, which glibc declares constant per
+// thread — from before the park (GCC and clang both do), reading and writing
+// the old worker's variable while another fiber uses it. So in a function that
+// parks, read errno and your own `thread_local`s through a call that is not
+// inlined, keep per-fiber state in fiber_local<T>, or lock the fiber to its
+// worker (this_fiber::lock_os_thread) around code that needs one thread. The
+// library's own per-thread reads are made afresh after every park.
 #pragma once
 
 #include <chrono>
@@ -413,8 +415,9 @@ std::string get_name();
 /// of your own) sees one thread. Calls nest: the fiber is unlocked when every
 /// lock_os_thread() has had its unlock_os_thread(). Other fibers still run on
 /// that worker between its parks; the locked fiber is never stolen, so an
-/// idle worker cannot help it. A fiber's lock ends with the fiber. On an OS
-/// thread that is not a fiber, both calls do nothing (it never moves).
+/// idle worker cannot help it. A fiber's lock ends with the fiber; a job
+/// (jobs.h) runs on a worker's fiber and must unlock before it returns. On
+/// an OS thread that is not a fiber, both calls do nothing (it never moves).
 void lock_os_thread() noexcept;
 /// Undoes one lock_os_thread(); without one, does nothing (as Go's).
 void unlock_os_thread() noexcept;

@@ -13,8 +13,13 @@ else()
   set(build_type Debug)
   set(mismatched 1)
 endif()
+# CONSUMER_CXX: the consumer's compiler, when not the library's (consumer_clang).
+set(compiler)
+if(CONSUMER_CXX)
+  set(compiler -DCMAKE_CXX_COMPILER=${CONSUMER_CXX})
+endif()
 run(${CMAKE_COMMAND} --install ${TESSERA_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
-run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
+run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build ${compiler}
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=${build_type}
     -DMISMATCHED_CHECKS=${mismatched})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
