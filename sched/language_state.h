@@ -20,10 +20,14 @@
 // up once when it starts (thread_language_state::current()).
 #pragma once
 
-#include <cxxabi.h>
-
 #include <cerrno>
 #include <cstring>
+
+// Declared by libsupc++'s <cxxabi.h>, exported but not declared by libc++abi's.
+namespace __cxxabiv1 {
+struct __cxa_eh_globals;
+extern "C" __cxa_eh_globals* __cxa_get_globals() noexcept;
+}  // namespace __cxxabiv1
 
 namespace tessera::sched {
 
@@ -46,16 +50,19 @@ struct thread_language_state {
   int* error_number = nullptr;
 
   static thread_language_state current() noexcept {
-    return {reinterpret_cast<eh_globals*>(abi::__cxa_get_globals()), &errno};
+    return {reinterpret_cast<eh_globals*>(__cxxabiv1::__cxa_get_globals()), &errno};
   }
   /// Saves this thread's state into `out` (the context switching away) and
   /// installs `in` (the context switching in). Copies of whole words, no branch:
   /// a handful of instructions on every switch.
   void swap(language_state& out, const language_state& in) const noexcept {
-    std::memcpy(&out.eh, eh, sizeof(eh_globals));
-    std::memcpy(eh, &in.eh, sizeof(eh_globals));
-    out.error_number = *error_number;
-    *error_number = in.error_number;
+    // Both addresses first: a store to `out` might alias them, to the compiler.
+    eh_globals* const g = eh;
+    int* const e = error_number;
+    std::memcpy(&out.eh, g, sizeof(eh_globals));
+    std::memcpy(g, &in.eh, sizeof(eh_globals));
+    out.error_number = *e;
+    *e = in.error_number;
   }
 };
 

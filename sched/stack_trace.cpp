@@ -305,11 +305,13 @@ bool internal_name(std::string_view f) {
 // park façade — by name, or (with debug information) by source file: the
 // library's own sources and installed headers, but not its samples and tests.
 // Without debug information, the frame of our wrapper that calls a fiber's
-// body is where the body was inlined: it is the user's.
+// body is where the body was inlined: it is the user's. (The wrapper is a
+// captureless lambda's function pointer: GCC names it `_FUN`, clang
+// `__invoke`.)
 bool internal(const code_level& l) {
   const std::string_view f(l.function);
   if (l.file.empty() && f.find("unique_function") != std::string_view::npos &&
-      f.find("_FUN") != std::string_view::npos) {
+      (f.find("_FUN") != std::string_view::npos || f.find("::__invoke(") != std::string_view::npos)) {
     return false;
   }
   if (internal_name(f)) return true;

@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
-  clang lld llvm libc++-dev libc++abi-dev
+  clang lld llvm clang-19 libc++1-19 libc++abi-19-dev
   libboost-context-dev libhwloc-dev liburing-dev libunwind-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libcli11-dev
   libabsl-dev libboost-fiber-dev libtbb-dev libhttp-parser-dev

@@ -10,6 +10,8 @@ presets=("$@")
 jobs=$(nproc)
 for p in "${presets[@]}"; do
   echo "=== preset: $p ==="
+  # libc++'s headers are unpacked beside the build, not installed (libcxx.sh says why).
+  if [ "$p" = libcxx ]; then scripts/libcxx.sh build/libcxx-root; fi
   cmake --preset "$p"
   cmake --build --preset "$p" -j "$jobs"
   ctest --preset "$p" -j "$jobs"

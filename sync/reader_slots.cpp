@@ -13,9 +13,11 @@
 
 // The calling thread's reader-slot code (0: none yet): index << kSlotShift |
 // kSlotOwned? | kSlotAssigned. C linkage, because reader_slot_or_zero() in the
-// header reads it by its symbol name from inline assembly.
+// header reads it by its symbol name from inline assembly; `used`, because
+// link-time optimisation does not see that reference and would otherwise drop
+// or localise the symbol.
 extern "C" {
-constinit thread_local std::uint32_t tessera_reader_slot_tls = 0;
+[[gnu::used]] constinit thread_local std::uint32_t tessera_reader_slot_tls = 0;
 }
 
 namespace tessera {

@@ -94,7 +94,9 @@ TEST_P(LocationWaitIn, AnElementLeftOnAChainNeitherOccludesOthersNorBreaksItsNex
 
 TEST_P(LocationWaitIn, KeysSharingAChainOnlyCostSpuriousReturns) {
   watchdog dog("location_wait collisions", 60s);
-  const auto [key_x, key_y] = colliding_keys();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto keys = colliding_keys();
+  const std::uintptr_t key_x = keys.first, key_y = keys.second;
   std::atomic<bool> x_ready{false}, y_ready{false};
   std::atomic<int> waiting{0};
   std::atomic<bool> y_done{false};

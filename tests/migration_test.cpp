@@ -43,7 +43,7 @@ TEST(Migration, LibraryThreadLocalReadsStayRightAcrossMigratingParks) {
   tessera::test::watchdog dog("Migration", 120s);
   tessera::runtime rt({.workers = 2});
   constexpr int kRounds = 2000;
-  std::atomic<int> bad_self{0}, bad_id{0}, bad_local{0}, bad_exception{0};
+  std::atomic<int> bad_self{0}, bad_slot{0}, bad_id{0}, bad_local{0}, bad_exception{0};
   std::atomic<int> migrations{0};
   rt.run([&] {
     std::array<anchor, 2> anchors;
@@ -87,6 +87,9 @@ TEST(Migration, LibraryThreadLocalReadsStayRightAcrossMigratingParks) {
           anchors[round % 2].go.signal();
           wake_tester.wait();  // resumes on anchors[round % 2]'s worker
           if (tessera::self() != me) ++bad_self;
+          // The slot the worker's switch writes, by reference: the address a
+          // compiler would keep from before the park if the call were inlined.
+          if (tessera::detail::current_waiter_slot() != me) ++bad_slot;
           if (tessera::this_fiber::get_id() != my_id) ++bad_id;
           if (*local != 42) ++bad_local;
           try {
@@ -112,6 +115,7 @@ TEST(Migration, LibraryThreadLocalReadsStayRightAcrossMigratingParks) {
     EXPECT_EQ(anchors[1].moved.load(), 0) << "a locked fiber ran on another thread";
   });
   EXPECT_EQ(bad_self.load(), 0) << "self() read another thread's identity after a migration";
+  EXPECT_EQ(bad_slot.load(), 0) << "the running-identity slot was an earlier worker's";
   EXPECT_EQ(bad_id.load(), 0);
   EXPECT_EQ(bad_local.load(), 0);
   EXPECT_EQ(bad_exception.load(), 0);

@@ -62,7 +62,8 @@ TEST(WaitChain, OneSignalWakesEveryWaiterOfTheKey) {
 }
 
 TEST(WaitChain, CollidingKeyWakesButDoesNotReleaseOtherKeysWaiter) {
-  auto [a, b] = colliding_keys();
+  const auto keys = colliding_keys();  // clang 14 cannot capture a structured binding
+  const std::uintptr_t a = keys.first, b = keys.second;
   std::atomic<bool> a_ready{false};
   std::atomic<int> evaluations{0};
   std::atomic<bool> returned{false};
@@ -167,7 +168,8 @@ TEST_P(WaitChainIn, OneSignalWakesEveryWaiterOfTheKey) {
 // a counter to pass a target; at the end everything must have returned.
 TEST_P(WaitChainIn, StressMisqueueRecoveryAndTimeoutsOnOneChain) {
   watchdog dog("wait chain stress", 60s);
-  auto [a, b] = colliding_keys();
+  const auto keys = colliding_keys();  // clang 14 cannot capture a structured binding
+  const std::uintptr_t a = keys.first, b = keys.second;
   std::atomic<std::uint64_t> counter[2] = {0, 0};
   std::atomic<bool> stop{false};
   constexpr int kRounds = 1500;

@@ -52,8 +52,10 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <locale>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -345,11 +347,26 @@ T result::get(int row, int col) const {
                     "result::get<T>: T must be arithmetic, bool, "
                     "std::string, std::string_view or std::optional");
       T v{};
-      const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (r.ec != std::errc{} || r.ptr != s.data() + s.size()) {
-        bad_value(row, col, "does not hold a value of the requested type");
+#if !defined(__cpp_lib_to_chars)
+      // A standard library without floating-point from_chars (libc++
+      // before 20): a stream in the classic locale, which reads what
+      // PostgreSQL writes whatever the program's locale.
+      if constexpr (std::is_floating_point_v<T>) {
+        std::istringstream in{std::string(s)};
+        in.imbue(std::locale::classic());
+        if (!(in >> v) || in.peek() != std::char_traits<char>::eof()) {
+          bad_value(row, col, "does not hold a value of the requested type");
+        }
+        return v;
+      } else
+#endif
+      {
+        const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (r.ec != std::errc{} || r.ptr != s.data() + s.size()) {
+          bad_value(row, col, "does not hold a value of the requested type");
+        }
+        return v;
       }
-      return v;
     }
   }
 }
