@@ -85,19 +85,16 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   auto listener = net::tcp_listener::listen("127.0.0.1:0");
   const int listen_fd = listener.descriptor().native_handle();
   std::atomic<int> finished{0};
-  // One call site for both (a compiler may unroll the loop into two, and the
-  // dump groups fibers by where they were created).
-#if defined(__clang__)
-#pragma clang loop unroll(disable)
-#else
-#pragma GCC unroll 1
-#endif
-  for (int i = 0; i < 2; ++i) {
+  // One call site for both: the dump groups fibers by where they were
+  // created, and a compiler may unroll a loop of two spawns into two sites.
+  auto spawn_gate_waiter = [&]() __attribute__((noinline)) {
     rt.spawn([&] {
       gate.wait();
       finished.fetch_add(1);
     });
-  }
+  };
+  spawn_gate_waiter();
+  spawn_gate_waiter();
   rt.spawn([&] {
     std::lock_guard lock(m);
     finished.fetch_add(1);
