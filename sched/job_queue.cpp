@@ -93,8 +93,7 @@ bool worker::has_job_work(bool others) const noexcept {
 
 bool worker::has_fiber_work() const noexcept {
   return runnext_.load(std::memory_order_relaxed) != nullptr || bound_head_ != nullptr ||
-         !deque_.looks_empty() ||
-         !inbox_.looks_empty() || !rt.global.looks_empty();
+         !deque_.looks_empty() || !inbox_.looks_empty() || !rt.global.looks_empty();
 }
 
 fiber_record* worker::acquire_runner() noexcept {

@@ -311,7 +311,8 @@ bool internal_name(std::string_view f) {
 bool internal(const code_level& l) {
   const std::string_view f(l.function);
   if (l.file.empty() && f.find("unique_function") != std::string_view::npos &&
-      (f.find("_FUN") != std::string_view::npos || f.find("::__invoke(") != std::string_view::npos)) {
+      (f.find("_FUN") != std::string_view::npos ||
+       f.find("::__invoke(") != std::string_view::npos)) {
     return false;
   }
   if (internal_name(f)) return true;

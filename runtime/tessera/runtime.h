@@ -29,7 +29,8 @@
 // the fiber's own, and a catch handler, or a destructor run while an exception
 // unwinds, may park (lock a mutex, sleep, do I/O, join) and resume on any
 // worker; the value of `errno`; and fiber_local<T> values. An exception that
-// leaves a fiber's function reaches join(). Cost: four words copied per switch.
+// leaves a fiber's function reaches join(). The cost is a few instructions per
+// switch (docs/benchmarks.md, "What a fiber keeps").
 //
 // What a fiber shares with the worker that runs it: everything else the OS
 // keeps per thread — `thread_local` variables, the thread id, signal masks,

@@ -46,7 +46,10 @@ int main() {
           try {
             throw std::runtime_error(std::to_string(i));
           } catch (const std::runtime_error& e) {
-            { std::lock_guard lock(m); tessera::this_fiber::yield(); }
+            {
+              std::lock_guard lock(m);
+              tessera::this_fiber::yield();
+            }
             try {
               throw;
             } catch (const std::runtime_error& again) {
