@@ -11,10 +11,13 @@
 //       prints round trips per second. With --rate, open loop: round trips
 //       start at that total rate (for CPU per round trip at a fixed load).
 //   loadgen idle --addr 127.0.0.1:7000 --connections 10000 --seconds 5
-//       opens that many connections, holds them quiet, prints "open N".
+//       opens that many connections and holds them quiet for `seconds` once
+//       every one is open (or has failed), however long opening took; prints
+//       "open N".
 #include <tessera/net.h>
 #include <tessera/latch.h>
 #include <tessera/runtime.h>
+#include <tessera/semaphore.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -90,18 +93,31 @@ int main(int argc, char** argv) {
     const auto stop = start + std::chrono::duration_cast<clk::duration>(
                                   std::chrono::duration<double>(seconds));
     tessera::latch opened(connections);
+    // At most this many handshakes at once. Thousands of SYNs in one burst
+    // overflow the server's SYN queue (tcp_max_syn_backlog, 2048 here), the
+    // kernel answers with SYN cookies, and a connection whose last ACK then
+    // finds the accept queue full is lost to the server for good while its
+    // client sends nothing: an idle client would count it open, a slow
+    // server (a sanitizer build) would never see it.
+    tessera::counting_semaphore<> connecting(256);
     for (int c = 0; c < connections; ++c) {
       fs.emplace_back([&, c] {
         std::error_code ec;
+        connecting.acquire();
         tessera::net::tcp_stream s =
             tessera::net::tcp_stream::connect(tessera::net::resolve(addr), ec);
+        connecting.release();
         opened.count_down();
         if (ec) {
           failed.fetch_add(1);
           return;
         }
         if (mode == "idle") {
-          tessera::this_fiber::sleep_until(stop);
+          // Held from when the last one opened: a slow opening (a
+          // sanitizer build, a loaded host) must not shorten the time they
+          // are all open at once.
+          opened.wait();
+          tessera::this_fiber::sleep_for(stop - start);
           return;
         }
         if (mode == "echo") {
