@@ -296,14 +296,19 @@ TEST(Scheduler, IdleWorkersStealWork) {
   std::set<std::thread::id> threads_seen;
   rt.run([&] {
     std::vector<fiber> fs;
+    // None starts its work before all are spawned: under a sanitizer the
+    // spawning loop can be slower than a thief running the 64 one by one.
+    latch all_spawned(1);
     for (int i = 0; i < 64; ++i) {
       fs.emplace_back([&] {
+        all_spawned.wait();
         // CPU-bound for ~3 ms: the spawning worker cannot run them all soon.
         spin_for(3ms);
         std::lock_guard lock(mu);
         threads_seen.insert(std::this_thread::get_id());
       });
     }
+    all_spawned.count_down();
     for (auto& f : fs) f.join();
   });
   const auto st = rt.stats();
