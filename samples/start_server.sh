@@ -1,7 +1,8 @@
 # Sourced by the samples' smoke tests: start_server BINARY ARGS... starts a
 # server that prints "listening on HOST:PORT", waits for that line, and sets
 # $pid, $port and $out (its output file); stop_server sends SIGTERM and checks
-# that it exits cleanly within 5 s, printing "stopped".
+# that it exits within 5 s with status 0 (a leak or sanitizer report at
+# shutdown is a non-zero exit), printing "stopped".
 start_server() {
   out="$(mktemp)"
   "$@" >"$out" &
@@ -15,6 +16,8 @@ stop_server() {
   kill -TERM "$pid"
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
   if kill -0 "$pid" 2>/dev/null; then echo "the server did not stop on SIGTERM"; exit 1; fi
-  wait "$pid"
+  local status=0
+  wait "$pid" || status=$?
+  if [ "$status" -ne 0 ]; then echo "the server exited with status $status"; cat "$out"; exit 1; fi
   grep -q stopped "$out" || { echo "the server did not stop cleanly"; cat "$out"; exit 1; }
 }

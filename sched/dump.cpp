@@ -59,23 +59,35 @@ bool is_join(const seen_fiber& f) noexcept {
   return f.kind != nullptr && std::string_view(f.kind) == "join of fiber";
 }
 
-// The fiber (or thread) that holds what `f` waits for, where that is known.
-void find_holder(const fiber_record* f, seen_fiber& out) {
+// The stacks of the runtime's fibers, to tell whose stack a holder_mark
+// (an address its holder noted) is in.
+struct fiber_stack {
+  std::uintptr_t bottom, top;
+  std::uint64_t id;
+};
+
+// The fiber (or thread) that holds what `f` waits for, where that is known:
+// the fiber a join names, or whoever's stack the primitive's holder_mark is
+// in (a fiber's, else an OS thread's).
+void find_holder(const fiber_record* f, const std::vector<fiber_stack>& stacks, seen_fiber& out) {
   if (out.kind == nullptr) return;
   if (is_join(out) && out.detail > 0) {
     out.holder = static_cast<std::uint64_t>(out.detail);
     return;
   }
-  const std::atomic<waiter*>* slot = f->w.wait.holder.load(std::memory_order_relaxed);
-  if (slot == nullptr) return;
-  const waiter* h = slot->load(std::memory_order_relaxed);
-  if (h == nullptr) return;
-  if (h->ops == &fiber_park_ops) {
-    out.holder =
-        static_cast<const fiber_record*>(h->context)->listed_id.load(std::memory_order_relaxed);
-  } else {
-    out.held_by_thread = true;
+  const tessera::detail::holder_mark* mark = f->w.wait.holder.load(std::memory_order_relaxed);
+  if (mark == nullptr) return;
+  const std::uintptr_t where = mark->load();
+  if (where == 0) return;
+  for (const fiber_stack& s : stacks) {
+    if (where >= s.bottom && where < s.top) {
+      // A shared_mutex writer waiting for readers to leave holds it itself:
+      // then the holders are readers, which the lock does not name.
+      if (s.id != out.id) out.holder = s.id;
+      return;
+    }
   }
+  out.held_by_thread = true;
 }
 
 }  // namespace
@@ -85,7 +97,17 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
   std::vector<seen_fiber> fibers;
-  for (fiber_record* f : all_records()) {
+  const std::vector<fiber_record*> records = all_records();
+  std::vector<fiber_stack> fiber_stacks;
+  for (fiber_record* f : records) {
+    if (f->listed_in.load(std::memory_order_acquire) != this) continue;
+    const stack_mem stack = f->stack_snapshot();
+    if (stack.map == nullptr) continue;
+    fiber_stacks.push_back({reinterpret_cast<std::uintptr_t>(stack.bottom()),
+                      reinterpret_cast<std::uintptr_t>(stack.top()),
+                      f->listed_id.load(std::memory_order_relaxed)});
+  }
+  for (fiber_record* f : records) {
     if (f->listed_in.load(std::memory_order_acquire) != this) continue;
     const std::int32_t state = f->w.state.load(std::memory_order_relaxed);
     const char* kind = f->w.wait.kind.load(std::memory_order_relaxed);
@@ -112,7 +134,7 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
                       false,
                       {}});
     seen_fiber& seen = fibers.back();
-    find_holder(f, seen);
+    find_holder(f, fiber_stacks, seen);
     if (backtraces && seen.parked) {
       const stack_mem stack = f->stack_snapshot();
       seen.stack = backtrace_of(f->context_snapshot(), stack.bottom(), stack.top());

@@ -201,8 +201,8 @@ struct seen_fiber {
   double seconds;       // how long it has waited
   std::string name;
   std::uintptr_t created_at;  // fiber_record::created_at
-  // Who holds what it waits for, where the primitive knows (a mutex's owner
-  // with TESSERA_CHECKS, the fiber a join waits for): a fiber's id, or 0.
+  // Who holds what it waits for, where the primitive knows (a mutex's or a
+  // shared_mutex writer's holder, the fiber a join waits for): a fiber's id, or 0.
   std::uint64_t holder = 0;
   bool held_by_thread = false;        // the holder is an OS thread, not a fiber
   std::vector<std::uintptr_t> stack;  // its backtrace, when asked for

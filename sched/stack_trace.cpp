@@ -291,19 +291,27 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-// Functions of the runtime's insides, by name: the scheduler, the primitives'
-// details, the park façade, the switch.
+// Code of the runtime itself, told by what it is: every function of the
+// library is in namespace tessera, and its insides are in tessera::detail,
+// tessera::sched, an unnamed namespace within tessera, or the park façade and
+// the switch (Boost.Context's fcontext). Where the code sits (the program, a
+// test, a sample) does not matter, nor what a user names a namespace of its
+// own within tessera. A template's demangled name may begin with its return
+// type.
 bool internal_name(std::string_view f) {
   for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
-                                "fiber_park", "jump_fcontext", "make_fcontext"}) {
+                                "fiber_park", "jump_fcontext", "make_fcontext", "ontop_fcontext"}) {
     if (starts_with(f, ours)) return true;
   }
-  return false;
+  for (std::string_view ours :
+       {"tessera::(anonymous namespace)::", "tessera::io::(anonymous namespace)::",
+        "tessera::net::(anonymous namespace)::", "tessera::pq::(anonymous namespace)::",
+        "tessera::tls::(anonymous namespace)::"}) {
+    if (starts_with(f, ours)) return true;
+  }
+  return f.substr(0, 40).find(" tessera::detail::") != std::string_view::npos;
 }
 
-// Code of the runtime itself: the scheduler, the primitives' insides, the
-// park façade — by name, or (with debug information) by source file: the
-// library's own sources and installed headers, but not its samples and tests.
 // Without debug information, the frame of our wrapper that calls a fiber's
 // body is where the body was inlined: it is the user's. (The wrapper is a
 // captureless lambda's function pointer: GCC names it `_FUN`, clang
@@ -315,16 +323,7 @@ bool internal(const code_level& l) {
        f.find("::__invoke(") != std::string_view::npos)) {
     return false;
   }
-  if (internal_name(f)) return true;
-  // A template's demangled name may begin with its return type.
-  if (f.substr(0, 40).find(" tessera::detail::") != std::string_view::npos) return true;
-  const std::string_view file(l.file);
-  if (file.find("/include/tessera/") != std::string_view::npos) return true;
-  constexpr std::string_view root = TESSERA_SOURCE_DIR "/";
-  if (!starts_with(file, root)) return false;
-  const std::string_view rest = file.substr(root.size());
-  return !starts_with(rest, "samples/") && !starts_with(rest, "tests/") &&
-         !starts_with(rest, "bench/");
+  return internal_name(f);
 }
 
 // The public face of the runtime (tessera::mutex::lock, tessera::fiber::join):

@@ -63,15 +63,15 @@ mutex_core::~mutex_core() {
 #endif
 }
 
-void mutex_core::check_owner([[maybe_unused]] const char* type) noexcept {
 #if TESSERA_CHECKS
+void mutex_core::check_owner(const char* type) noexcept {
   if ((state_.load(std::memory_order_relaxed) & kLocked) == 0 ||
       owner_.load(std::memory_order_relaxed) != self()) {
     misuse_abort((std::string(type) + "::unlock: the caller does not own the mutex").c_str());
   }
   owner_.store(nullptr, std::memory_order_relaxed);
-#endif
 }
+#endif
 
 bool mutex_core::lock_slow(detail::deadline deadline) {
   waiter* const me = self();
@@ -82,11 +82,7 @@ bool mutex_core::lock_slow(detail::deadline deadline) {
   // So a plain hand-off between two callers reads no clock. (| 1: never 0.)
   tick_clock::rep began =
       (state_.load(std::memory_order_relaxed) & kQueued) != 0 ? tick_clock::now() | 1 : 0;
-#if TESSERA_CHECKS
-  const wait_scope scope(me, began, "mutex", this, -1, &owner_);
-#else
-  const wait_scope scope(me, began, "mutex", this);
-#endif
+  const wait_scope scope(me, began, "mutex", this, -1, &holder_);
   // An OS thread that was woken holds the WOKEN token. If it loses the race to
   // a barging owner it keeps the token and sleeps at most kRetryAfter before it
   // retries, so the owner's unlocks meanwhile take the fast path instead of

@@ -208,6 +208,7 @@ bool shared_timed_mutex::take_writer() noexcept {
 
 bool shared_timed_mutex::try_lock() {
   if (!take_writer()) return false;
+  holder_.note();
   revoke_foreign_bias();
   if (readers_inside() == 0) return true;
   unlock_slow();  // readers inside: give WRITER back (waking whoever queued behind it)
@@ -234,16 +235,20 @@ detail::acquire_result shared_timed_mutex::wait_in_queue(bool shared, detail::de
 bool shared_timed_mutex::acquire(detail::deadline deadline) {
   // One clock read: the wait record's stamp and the fairness timer's start.
   const detail::tick_clock::rep began = detail::tick_clock::now();
-  const wait_scope scope(self(), began, "shared_mutex", this);
-  // Barged in or handed WRITER: either way, wait for the readers inside.
-  return wait_in_queue(false, deadline, began, [this] { return take_writer(); }) !=
-             detail::acquire_result::timed_out &&
-         drain(deadline);
+  const wait_scope scope(self(), began, "shared_mutex", this, -1, &holder_);
+  // Barged in or handed WRITER: either way, wait for the readers inside, as
+  // the holder (readers that come now queue behind us).
+  if (wait_in_queue(false, deadline, began, [this] { return take_writer(); }) ==
+      detail::acquire_result::timed_out) {
+    return false;
+  }
+  holder_.note();
+  return drain(deadline);
 }
 
 bool shared_timed_mutex::acquire_shared(detail::deadline deadline) {
   const detail::tick_clock::rep began = detail::tick_clock::now();
-  const wait_scope scope(self(), began, "shared_mutex (shared)", this);
+  const wait_scope scope(self(), began, "shared_mutex (shared)", this, -1, &holder_);
   // Handed off: counted in by the writer that handed off.
   return wait_in_queue(true, deadline, began, [this] { return try_lock_shared(); }) !=
          detail::acquire_result::timed_out;

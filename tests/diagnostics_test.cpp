@@ -11,11 +11,13 @@
 #include <tessera/net.h>
 #include <tessera/park.h>
 #include <tessera/runtime.h>
+#include <tessera/shared_mutex.h>
 #include <tessera/wait_group.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -144,6 +146,8 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
   EXPECT_TRUE(has(text, "2 fibers [latch ")) << "two fibers on one latch from one spawn group:\n"
                                              << text;
   EXPECT_TRUE(has(text, "] created at ")) << text;
+  // The mutex's holder is found in every build (holder_mark): this thread.
+  EXPECT_TRUE(has(text, "held by a thread")) << text;
 
   gate.count_down();
   m.unlock();
@@ -421,14 +425,83 @@ TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
       << "no backtrace under the fiber's line:\n"
       << report;
   EXPECT_FALSE(has(report, "tessera::sched::")) << "the scheduler's frames are hidden:\n" << report;
-#if TESSERA_CHECKS
-  // The owners are known: the report follows them round the cycle.
+  // The holders are known in every build (holder_mark): the report follows
+  // them round the cycle.
   EXPECT_TRUE(has(report, "tessera: the waits form a cycle:\n")) << report;
   EXPECT_TRUE(has(report, "\"takes a then b\" waits for mutex 0x")) << report;
   EXPECT_TRUE(has(report, "\"takes b then a\" waits for mutex 0x")) << report;
-#else
-  EXPECT_FALSE(has(report, "cycle")) << "owners are tracked only with TESSERA_CHECKS:\n" << report;
-#endif
+}
+
+// timed_mutex and recursive_mutex (held two levels deep) name their holders
+// too, in every build: the report prints the cycle between them.
+TEST_P(DeadlockIn, TimedAndRecursiveMutexesNameTheirHoldersInACycle) {
+  const std::string report = expect_deadlock(
+      [] {
+        timed_mutex t;
+        recursive_mutex r;
+        latch both_hold(2);
+        fiber one([&] {
+          this_fiber::set_name("holds r twice");
+          std::lock_guard outer(r);
+          std::lock_guard inner(r);
+          both_hold.arrive_and_wait();
+          std::lock_guard lt(t);
+        });
+        fiber two([&] {
+          this_fiber::set_name("holds t");
+          std::lock_guard lt(t);
+          both_hold.arrive_and_wait();
+          std::lock_guard lr(r);
+        });
+        one.join();
+        two.join();
+      },
+      {"all 3 fibers are parked"});
+  EXPECT_TRUE(has(report, "tessera: the waits form a cycle:\n")) << report;
+  EXPECT_TRUE(has(report, "\"holds r twice\" waits for mutex 0x")) << report;
+  EXPECT_TRUE(has(report, "\"holds t\" waits for mutex 0x")) << report;
+  EXPECT_TRUE(has(report, ", held by fiber ")) << report;
+}
+
+// A shared_mutex names its writer to a waiting writer and to waiting readers.
+TEST_P(DeadlockIn, SharedMutexWritersAreNamedToWritersAndReaders) {
+  const std::string report = expect_deadlock(
+      [] {
+        shared_mutex s;
+        mutex m;
+        latch both_hold(2);
+        latch reader_may_go(1);
+        fiber one([&] {
+          this_fiber::set_name("writes s");
+          std::lock_guard ls(s);
+          both_hold.arrive_and_wait();
+          std::lock_guard lm(m);
+        });
+        fiber two([&] {
+          this_fiber::set_name("holds m");
+          std::lock_guard lm(m);
+          both_hold.arrive_and_wait();
+          reader_may_go.count_down();
+          std::lock_guard ls(s);
+        });
+        fiber three([&] {
+          this_fiber::set_name("reads s");
+          reader_may_go.wait();
+          std::shared_lock ls(s);
+        });
+        one.join();
+        two.join();
+        three.join();
+      },
+      {"all 4 fibers are parked", "shared_mutex (shared) 0x"});
+  EXPECT_TRUE(has(report, "tessera: the waits form a cycle:\n")) << report;
+  EXPECT_TRUE(has(report, "\"holds m\" waits for shared_mutex 0x")) << report;
+  EXPECT_TRUE(has(report, "\"writes s\" waits for mutex 0x")) << report;
+  // The reader's line names the writer (its id: the first fiber made).
+  const std::size_t reader = report.find("\"reads s\" [");
+  ASSERT_NE(reader, std::string::npos) << report;
+  const std::string line = report.substr(reader, report.find('\n', reader) - reader);
+  EXPECT_TRUE(has(line, ", held by fiber ")) << report;
 }
 
 TEST_P(DeadlockIn, ALatchNobodyCountsDown) {

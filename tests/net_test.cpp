@@ -387,7 +387,7 @@ int highest_open_fd() {
 // of failing at once: a server whose accept loop retried EMFILE without
 // parking held its only worker at 100% CPU, so the fibers that would close
 // connections and free descriptors never ran, and it never served again.
-TEST(Net, OutOfDescriptorsAcceptBacksOffAndTheServerServesOn) {
+TEST(Net, OutOfDescriptorsTheServerServesOnAsConnectionsClose) {
   watchdog dog("net accept out of descriptors", 60s);
   constexpr int kClients = 12;
   runtime rt({.workers = 1});
@@ -462,6 +462,75 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffAndTheServerServesOn) {
   for (int f : fillers) ::close(f);
 }
 
+// The back-off itself: with a connection waiting in the backlog and no
+// descriptor free, accept4 fails with EMFILE at every try. Accept parks
+// between tries (5, 10, 20, ... ms), so over 400 ms its fiber runs about 7
+// times, and the process is idle in between; a retry without parking (the
+// old bug) keeps the worker busy for the whole 400 ms.
+TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
+  watchdog dog("net accept back-off", 60s);
+  runtime rt({.workers = 1});
+  rt.start();
+  tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  rt.submit([&] {
+      std::error_code ec;
+      (void)l.accept(ec, clock::now() + 1ms);  // registers the listener
+    }).get();
+  const net::endpoint to = l.local_endpoint();
+  const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(client, 0);
+  ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&to.storage), to.size), 0);
+  // No descriptor free: the holes below the highest are filled, and the
+  // limit set just above it.
+  const int highest = highest_open_fd();
+  std::vector<int> fillers;
+  for (int f = ::dup(0); f >= 0; f = ::dup(0)) {
+    if (f > highest) {
+      ::close(f);
+      break;
+    }
+    fillers.push_back(f);
+  }
+  rlimit old{};
+  ::getrlimit(RLIMIT_NOFILE, &old);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(highest + 1);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  EXPECT_EQ(::dup(0), -1) << "a descriptor was still free";
+  auto runs = [&] {
+    std::uint64_t n = 0;
+    for (const auto& w : rt.stats().per_worker) n += w.fibers_run;
+    return n;
+  };
+  auto cpu = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return std::chrono::seconds(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           std::chrono::microseconds(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const std::uint64_t before = runs();
+  const auto cpu_before = cpu();
+  std::error_code ec = rt.submit([&] {
+                            std::error_code e;
+                            (void)l.accept(e, clock::now() + 400ms);
+                            return e;
+                          }).get();
+  const std::uint64_t tries = runs() - before;
+  const auto busy = cpu() - cpu_before;
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  EXPECT_EQ(ec, std::errc::timed_out) << ec.message();
+  // 5 + 10 + 20 + 40 + 80 + 160 ms, then the deadline: about 7 runs, and
+  // at least 2 (it did retry).
+  EXPECT_GE(tries, 2u);
+  EXPECT_LE(tries, 20u) << "accept retried without backing off";
+  // Parked in between: a retry loop that never parks would not show in the
+  // runs, but would burn the whole 400 ms on the worker.
+  EXPECT_LT(busy, 200ms) << "the process was busy while accept waited";
+  rt.stop();
+  ::close(client);
+  for (int f : fillers) ::close(f);
+}
+
 TEST(Net, TwoThousandConcurrentConnections) {
   watchdog dog("net 2000 connections", 120s);
   constexpr int kConns = 2000;
@@ -520,10 +589,10 @@ TEST(Net, TwoThousandConcurrentConnections) {
 
 // Once a descriptor is registered, a sleeping worker waits in the poller
 // (epoll_wait, io_uring's wait), whose timeout is the earliest timer. It
-// keeps its microseconds: rounded up to whole milliseconds, a 300 µs sleep
-// took a millisecond, and so did a sleeping worker's 50 µs look at a busy
-// worker's runnext slot. Never early; the median of 25 well under 1 ms.
-TEST(Net, ASleepWhileDescriptorsAreRegisteredKeepsItsMicroseconds) {
+// keeps its microseconds (rounded up to whole milliseconds, a 300 µs sleep
+// took a millisecond). How long such sleeps take is a figure, not a test
+// (fiberbench); what is tested is that none ends early.
+TEST(Net, ASleepWhileDescriptorsAreRegisteredNeverEndsEarly) {
   watchdog dog("poller timeout precision", 60s);
   runtime rt({.workers = 1, .idle_spin = std::chrono::microseconds(0)});
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
@@ -540,9 +609,6 @@ TEST(Net, ASleepWhileDescriptorsAreRegisteredKeepsItsMicroseconds) {
     return t;
   });
   for (const auto d : took) EXPECT_GE(d, 300us) << "a sleep ended early";
-  std::sort(took.begin(), took.end());
-  EXPECT_LT(took[took.size() / 2], 800us)
-      << "median sleep of 300 us: " << took[took.size() / 2].count() << " ns";
 }
 
 // Workers are threads of one run(): a descriptor registered by a worker that

@@ -38,6 +38,20 @@ def start(db):
     return p, int(m.group(1))
 
 
+def stop(p):
+    """SIGTERM; the server must exit 0 within 10 s (a leak or sanitizer
+    report at shutdown is a non-zero exit). Returns its output."""
+    p.terminate()
+    try:
+        out, _ = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("tfb_server did not stop on SIGTERM")
+    if p.returncode != 0:
+        fail(f"tfb_server exited with status {p.returncode}: {out!r}")
+    return out
+
+
 def get(port, path):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request("GET", path)
@@ -173,12 +187,7 @@ try:
     if statuses.count(200) != len(paths):
         fail(f"concurrent requests: {len(paths) - statuses.count(200)} of {len(paths)} failed")
 finally:
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail("tfb_server did not stop on SIGTERM")
+    out = stop(proc)
 if "stopped" not in out:
     fail(f"tfb_server did not stop cleanly: {out!r}")
 
@@ -196,7 +205,6 @@ try:
     if status != 200:
         fail(f"/json beside a dead database: {status}")
 finally:
-    proc.terminate()
-    proc.communicate(timeout=10)
+    stop(proc)
 print("tfb_server: plaintext (pipelined), json, db, queries, fortunes, updates to the "
       "requirements; clamping, escaping, Date, a dead database, 200 concurrent requests")

@@ -1,43 +1,100 @@
-# Makes the Debian package with `cpack -G DEB`, checks its name and contents,
-# unpacks it into a scratch root (dpkg-deb -x: nothing is installed on the
-# machine) and builds the README example against it twice — with
-# find_package(tessera) and with pkg-config — and runs both. Any failing step
-# fails the test.
+# Makes the Debian packages with `cpack -G DEB` (libtessera-dev,
+# libtessera-pq-dev, libtessera-tls-dev), checks their names, fields and
+# contents, asks apt whether they would install here (`apt-get install -s`:
+# every Depends resolved against the archive, nothing installed), unpacks them
+# into a scratch root (dpkg-deb -x) and builds against it: the README example
+# with find_package(tessera) and with pkg-config, and a program using
+# tessera::pq and tessera::tls. Any failing step fails the test.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 
 run(${CPACK_COMMAND} -G DEB --config ${TESSERA_BUILD_DIR}/CPackConfig.cmake -B ${WORK_DIR}/pkg)
-file(GLOB debs ${WORK_DIR}/pkg/libtessera-dev_*.deb)
-list(LENGTH debs n)
-if(NOT n EQUAL 1)
-  message(FATAL_ERROR "cpack made ${n} libtessera-dev_*.deb files in ${WORK_DIR}/pkg, not one")
-endif()
-run(dpkg-deb -f ${debs} Package Version Depends)
-if(NOT last_output MATCHES "Package: libtessera-dev" OR NOT last_output MATCHES "Version: ${VERSION}"
-   OR NOT last_output MATCHES "libhwloc-dev")
-  message(FATAL_ERROR "unexpected package fields:\n${last_output}")
-endif()
-run(dpkg-deb -c ${debs})
-foreach(want IN ITEMS "usr/include/tessera/tessera.h" "usr/include/tessera/version.h"
-                      "usr/include/tessera/config.h" "libtessera.a" "tesseraConfig.cmake"
-                      "tessera.pc" "usr/share/tessera/gdb/tessera-gdb.py")
-  string(FIND "${last_output}" "${want}" at)
+set(all_debs "")
+foreach(pkg IN ITEMS libtessera-dev libtessera-pq-dev libtessera-tls-dev)
+  file(GLOB debs ${WORK_DIR}/pkg/${pkg}_*.deb)
+  list(LENGTH debs n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "cpack made ${n} ${pkg}_*.deb files in ${WORK_DIR}/pkg, not one")
+  endif()
+  set(deb_${pkg} ${debs})
+  list(APPEND all_debs ${debs})
+  run(dpkg-deb -f ${debs} Package Version Depends)
+  if(NOT last_output MATCHES "Package: ${pkg}\n" OR NOT last_output MATCHES "Version: ${VERSION}\n")
+    message(FATAL_ERROR "unexpected package fields of ${pkg}:\n${last_output}")
+  endif()
+  set(fields_${pkg} "${last_output}")
+  run(dpkg-deb -c ${debs})
+  set(contents_${pkg} "${last_output}")
+  string(FIND "${last_output}" "usr/share/doc/${pkg}/copyright" at)
   if(at EQUAL -1)
-    message(FATAL_ERROR "the package lacks ${want}:\n${last_output}")
+    message(FATAL_ERROR "${pkg} has no usr/share/doc/${pkg}/copyright:\n${last_output}")
   endif()
 endforeach()
-run(dpkg-deb -x ${debs} ${WORK_DIR}/root)
+
+# What each package depends on is what its library links.
+foreach(want IN ITEMS libboost-context-dev libhwloc-dev liburing-dev libgcc-12-dev)
+  if(NOT fields_libtessera-dev MATCHES "${want}")
+    message(FATAL_ERROR "libtessera-dev does not depend on ${want}:\n${fields_libtessera-dev}")
+  endif()
+endforeach()
+foreach(pair IN ITEMS "libtessera-pq-dev:libpq-dev" "libtessera-tls-dev:libssl-dev")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 pkg)
+  list(GET pair 1 want)
+  if(NOT fields_${pkg} MATCHES "${want}" OR NOT fields_${pkg} MATCHES "libtessera-dev \\(= ${VERSION}\\)")
+    message(FATAL_ERROR "${pkg} does not depend on ${want} and libtessera-dev ${VERSION}:\n${fields_${pkg}}")
+  endif()
+endforeach()
+
+# The core package: the public headers, the library, the build files; no
+# private header (those beside sched/'s and sync/'s sources), no client.
+foreach(want IN ITEMS "usr/include/tessera/tessera.h" "usr/include/tessera/version.h"
+                      "usr/include/tessera/config.h" "usr/include/tessera/mutex.h"
+                      "usr/include/tessera/detail/cpu.h" "libtessera.a" "tesseraConfig.cmake"
+                      "tessera.pc" "usr/share/tessera/gdb/tessera-gdb.py")
+  string(FIND "${contents_libtessera-dev}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "libtessera-dev lacks ${want}:\n${contents_libtessera-dev}")
+  endif()
+endforeach()
+foreach(unwanted IN ITEMS scheduler.h internal.h context.h stack.h trace.h poller.h
+                          semaphore_errors.h pq.h tls.h)
+  if(contents_libtessera-dev MATCHES "/${unwanted}\n")
+    message(FATAL_ERROR "libtessera-dev ships ${unwanted}:\n${contents_libtessera-dev}")
+  endif()
+endforeach()
+foreach(pair IN ITEMS "libtessera-pq-dev:usr/include/tessera/pq.h" "libtessera-pq-dev:libtessera_pq.a"
+                      "libtessera-tls-dev:usr/include/tessera/tls.h" "libtessera-tls-dev:libtessera_tls.a")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 pkg)
+  list(GET pair 1 want)
+  string(FIND "${contents_${pkg}}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${pkg} lacks ${want}:\n${contents_${pkg}}")
+  endif()
+endforeach()
+
+# Would they install on this Debian? apt resolves every Depends (simulated).
+run(apt-get install -s ${all_debs})
+foreach(deb IN LISTS all_debs)
+  run(dpkg-deb -x ${deb} ${WORK_DIR}/root)
+endforeach()
 
 # CMake: find_package(tessera) from the unpacked root.
 run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR}/readme -B ${WORK_DIR}/build
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/root/usr -DREADME_EXAMPLE=${README_EXAMPLE}
-    -DCMAKE_BUILD_TYPE=Release)
+    -DCLIENTS=${CONSUMER_SOURCE_DIR}/clients.cpp -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/readme_example)
 string(STRIP "${last_output}" got)
 if(NOT got STREQUAL "5050")
   message(FATAL_ERROR "the README example printed '${got}', not 5050")
+endif()
+run(${WORK_DIR}/build/clients)
+string(STRIP "${last_output}" got)
+if(NOT got STREQUAL "2")
+  message(FATAL_ERROR "the pq and tls program printed '${got}', not 2")
 endif()
 
 # pkg-config from the unpacked root.
@@ -54,4 +111,5 @@ string(STRIP "${last_output}" got)
 if(NOT got STREQUAL "5050")
   message(FATAL_ERROR "the README example (pkg-config) printed '${got}', not 5050")
 endif()
-message(STATUS "libtessera-dev: built and ran the README example with CMake and pkg-config")
+message(STATUS "libtessera-dev, -pq-dev, -tls-dev: apt would install them; "
+               "built and ran the README example (CMake, pkg-config) and the clients program")

@@ -1,4 +1,4 @@
-/* SPIN model of auto_reset_event's box office (sync/tessera/event.h,
+/* SPIN model of auto_reset_event's box office (include/tessera/event.h,
  * Preshing's "Semaphores are Surprisingly Versatile"): `status_` (1 signalled,
  * 0 idle, -n n callers counted as waiting) in front of a gate semaphore, with
  * timed waits that withdraw.

@@ -1,5 +1,5 @@
 /* SPIN model of counting_semaphore's admission::barging box office
- * (sync/tessera/detail/barging_semaphore.h, sync/semaphore.cpp): the word
+ * (include/tessera/detail/barging_semaphore.h, sync/semaphore.cpp): the word
  * (count, QUEUED, WOKEN), barging acquisition, the queue of parked callers under
  * its spin lock kept oldest first (a woken waiter that loses goes back by age),
  * release's fast path and settle(): the fair hand-off, a due waiter held back

@@ -1,4 +1,4 @@
-/* SPIN model of the segment list's free list (sync/tessera/detail/
+/* SPIN model of the segment list's free list (include/tessera/detail/
  * segment_list.h: release() and pop_free()): reclaimed segments kept for
  * reuse, a lock-free stack whose head word carries the top segment and a
  * count of the changes made to it.

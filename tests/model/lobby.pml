@@ -1,4 +1,4 @@
-/* SPIN model of the TWA semaphore's concurrency restriction (sync/tessera/
+/* SPIN model of the TWA semaphore's concurrency restriction (include/tessera/
  * semaphore.h "Concurrency restriction", sync/semaphore.cpp): the lobby in
  * front of the ticket queue. Ticket and grant, the crowded() check (two
  * separate loads), the lobby (a FIFO under its spin lock, and the lobby_

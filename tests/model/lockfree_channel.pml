@@ -1,4 +1,4 @@
-/* SPIN model of lockfree_channel<T>'s cells (sync/tessera/lockfree_channel.h),
+/* SPIN model of lockfree_channel<T>'s cells (include/tessera/lockfree_channel.h),
  * a buffered channel of capacity C: the send, receive and buffer-end indices
  * (fetch-and-add), the cell states EMPTY, IN_BUFFER, BUFFERED, a waiting
  * sender or receiver, BUSY, DONE, SENDER_GONE, RECEIVER_GONE and CLOSED, the

@@ -1,6 +1,6 @@
 /* SPIN model of select() over lock-free channels (sync/select.cpp,
- * sync/tessera/select.h, sync/tessera/lockfree_channel.h,
- * sync/tessera/detail/select_node.h): the claim in the cells, with its
+ * include/tessera/select.h, include/tessera/lockfree_channel.h,
+ * include/tessera/detail/select_node.h): the claim in the cells, with its
  * registration phase and the re-registration of bounced cases.
  *
  * Two rendezvous channels of K cells each; a send index and a receive index

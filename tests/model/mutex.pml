@@ -1,4 +1,4 @@
-/* SPIN model of tessera::mutex's box office (sync/tessera/mutex.h,
+/* SPIN model of tessera::mutex's box office (include/tessera/mutex.h,
  * sync/mutex.cpp): the state word (LOCKED, QUEUED, WOKEN), barging, the FIFO
  * queue of parked callers under its spin lock, unlock's fast and slow paths,
  * the fair hand-off, timed withdrawal, and the WOKEN token of "Lost races": an

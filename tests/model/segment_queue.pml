@@ -1,7 +1,7 @@
 /* SPIN model of counting_semaphore's admission::faa: Koval & Elizarov's
- * fetch-and-add semaphore (sync/tessera/detail/faa_semaphore.h,
+ * fetch-and-add semaphore (include/tessera/detail/faa_semaphore.h,
  * sync/faa_semaphore.cpp) on the segment queue synchronizer
- * (sync/tessera/detail/segment_queue.h, sync/segment_queue.cpp): the cell
+ * (include/tessera/detail/segment_queue.h, sync/segment_queue.cpp): the cell
  * states (EMPTY, a waiter, PERMIT, TAKEN, CANCELLED, BROKEN), suspend and
  * resume with asynchronous and (-DSYNC) synchronous resumption, simple cancellation (a waiter whose deadline passes
  * CASes its cell to CANCELLED; the release that meets the cell fails its

@@ -1,5 +1,5 @@
-/* SPIN model of select()'s claim (sync/select.cpp, sync/tessera/select.h,
- * sync/tessera/detail/select_node.h) over two channels of capacity 1.
+/* SPIN model of select()'s claim (sync/select.cpp, include/tessera/select.h,
+ * include/tessera/detail/select_node.h) over two channels of capacity 1.
  *
  * The select locks both channels (in order), takes a buffered value if there
  * is one (either, nondeterministically: the random poll order), else links a

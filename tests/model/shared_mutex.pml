@@ -1,4 +1,4 @@
-/* SPIN model of tessera::shared_timed_mutex (sync/tessera/shared_timed_mutex.h,
+/* SPIN model of tessera::shared_timed_mutex (include/tessera/shared_timed_mutex.h,
  * sync/shared_timed_mutex.cpp): the distributed reader indicator (slots) met
  * Dekker-style by a barging writer that drains it, the queue of parked waiters
  * under a spin lock, hand-off, timed withdrawal, and try_lock's undo.

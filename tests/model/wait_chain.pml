@@ -1,5 +1,5 @@
 /* SPIN model of Tessera's waiting chain (Dice & Kogan, "Semaphores Augmented with a Waiting Array", Listing 3) as implemented in
- * sync/tessera/wait_chain.h (chain_wait) and sync/wait_chain.cpp (withdraw, poke).
+ * include/tessera/wait_chain.h (chain_wait) and sync/wait_chain.cpp (withdraw, poke).
  *
  * Processes: NW waiters on one chain, each waiting for its own condition (so
  * they are "colliding keys"), some of which may time out at any moment, and one
@@ -13,6 +13,9 @@
  *    (no double or stale poke => an element never leaves scope while reachable);
  *  - no lost wake-up: every waiter terminates (SPIN's invalid-end-state check);
  *  - at the end the chain is empty (no element stranded).
+ * Mutations (run_model.sh): NO_PROPAGATE (a woken waiter does not poke its
+ * predecessor), NO_FLUSH_PREFIX (a withdrawing waiter detaches the elements
+ * pushed after it and does not wake them).
  */
 #ifndef NW
 #define NW 3
@@ -51,7 +54,11 @@ proctype Waiter(byte i; bit may_time_out) {
      :: cond[i] -> goto withdraw                 /* ratify: mis-queued */
      :: else ->
         if
+#ifdef NO_PROPAGATE
+        :: gate[i] == 1 -> skip                  /* mutation: the poke is not passed on */
+#else
         :: gate[i] == 1 -> poke(p)               /* woken: propagate, re-check */
+#endif
         :: may_time_out -> goto withdraw         /* deadline passed while parked */
         fi
      fi
@@ -70,7 +77,11 @@ withdraw:
      :: (seen != 0 && gate[i] == 0) ->           /* flush */
         atomic { prefix = head; head = 0 };
         poke(p);
+#ifndef NO_FLUSH_PREFIX
         poke(prefix)
+#else
+        skip                                     /* mutation: those pushed after us are dropped */
+#endif
      :: else -> poke(p)                          /* already detached by a signaller */
      fi;
      gate[i] == 1                                /* await_gate: until unreachable */

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tessera/detail/holder_mark.h"
 #include "tessera/detail/tick_clock.h"
 
 namespace tessera {
@@ -81,10 +82,10 @@ struct wait_info {
   /// A number that says more, or -1: the descriptor of a socket wait, the id
   /// of the fiber a join waits for.
   std::atomic<std::int64_t> detail{-1};
-  /// Where the primitive keeps who holds it, when it knows (a mutex's owner
-  /// with TESSERA_CHECKS), or null: the deadlock report follows it to print
-  /// the cycle of waits.
-  std::atomic<const std::atomic<waiter*>*> holder{nullptr};
+  /// Where the primitive keeps who holds it (the mutexes' and the
+  /// shared_mutex writer's holder_mark), or null: the deadlock report follows
+  /// it to print the cycle of waits.
+  std::atomic<const detail::holder_mark*> holder{nullptr};
 
   /// When the wait began (see `since`): nanoseconds on std::chrono::
   /// steady_clock's base (CLOCK_MONOTONIC); 0 while there is no wait or
@@ -135,11 +136,11 @@ waiter* self() noexcept;  // declared with its contract below
 class wait_scope {
  public:
   wait_scope(const char* kind, const void* object, std::int64_t detail = -1,
-             const std::atomic<waiter*>* holder = nullptr) noexcept
+             const detail::holder_mark* holder = nullptr) noexcept
       : wait_scope(self(), kind, object, detail, holder) {}
   /// As above for `who`, the caller's self() (saves a second read of it).
   wait_scope(waiter* who, const char* kind, const void* object, std::int64_t detail = -1,
-             const std::atomic<waiter*>* holder = nullptr) noexcept
+             const detail::holder_mark* holder = nullptr) noexcept
       : who_(who) {
     record(0, kind, object, detail, holder);
   }
@@ -147,7 +148,7 @@ class wait_scope {
   /// reading the caller took (it times the wait itself: one clock read), or 0
   /// when it took none (the wait is then dated at its first observer's look).
   wait_scope(waiter* who, std::int64_t began, const char* kind, const void* object,
-             std::int64_t detail = -1, const std::atomic<waiter*>* holder = nullptr) noexcept
+             std::int64_t detail = -1, const detail::holder_mark* holder = nullptr) noexcept
       : who_(who) {
     record(began != 0 ? detail::tick_clock::stamp(began) : 0, kind, object, detail, holder);
   }
@@ -161,7 +162,7 @@ class wait_scope {
   /// Writes who_'s wait record, with `stamp` as wait_info::since (0: none
   /// yet), unless an outer scope has (then who_ becomes null).
   inline void record(std::int64_t stamp, const char* kind, const void* object, std::int64_t detail,
-                     const std::atomic<waiter*>* holder) noexcept;
+                     const detail::holder_mark* holder) noexcept;
   waiter* who_;  // null when an outer scope records the wait
 };
 
@@ -174,7 +175,7 @@ waiter* self() noexcept;
 // its owner writes it (and an observer's first look, which stamps it). No
 // clock read unless the caller has one (wait_info::since).
 inline void wait_scope::record(std::int64_t stamp, const char* kind, const void* object,
-                               std::int64_t detail, const std::atomic<waiter*>* holder) noexcept {
+                               std::int64_t detail, const detail::holder_mark* holder) noexcept {
   wait_info& w = who_->wait;
   if (w.kind.load(std::memory_order_relaxed) != nullptr) {
     who_ = nullptr;  // an outer scope says what we wait for

@@ -49,6 +49,7 @@
 
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/deadline.h"
+#include "tessera/detail/holder_mark.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/spin_lock.h"
 #include "tessera/park.h"
@@ -115,12 +116,19 @@ class mutex_core {
   bool give_up_token() noexcept;
   void lock_queue() noexcept { queue_lock_.lock(); }
   void unlock_queue() noexcept { queue_lock_.unlock(); }
+  // Every acquisition notes where its holder is (the deadlock report's "held
+  // by"); with TESSERA_CHECKS, also who, for unlock's check.
   void note_owner() noexcept {
+    holder_.note();
 #if TESSERA_CHECKS
     owner_.store(self(), std::memory_order_relaxed);
 #endif
   }
-  void check_owner([[maybe_unused]] const char* type) noexcept;
+#if TESSERA_CHECKS
+  void check_owner(const char* type) noexcept;
+#else
+  void check_owner(const char*) noexcept {}  // nothing to check: no call on the fast path
+#endif
 
   std::atomic<std::uint32_t> state_{0};
   spin_lock queue_lock_;
@@ -128,6 +136,7 @@ class mutex_core {
   detail::tick_clock::rep next_fair_ = 0;              // guarded by queue_lock_ (tick_clock)
   std::uint32_t woken_unlocks_ = 0;                    // owner only (inside unlock)
   const char* type_ = "tessera::mutex";
+  holder_mark holder_;  // written by the holder only (note_owner)
 #if TESSERA_CHECKS
   std::atomic<waiter*> owner_{nullptr};
 #endif

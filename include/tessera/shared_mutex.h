@@ -61,6 +61,7 @@
 #include <cstdint>
 
 #include "tessera/detail/deadline.h"
+#include "tessera/detail/holder_mark.h"
 #include "tessera/detail/park_list.h"
 #include "tessera/detail/reader_slots.h"
 #include "tessera/detail/spin_lock.h"
@@ -245,6 +246,7 @@ class shared_timed_mutex {
   std::atomic<std::uint32_t> used_{std::uint32_t{1} << detail::kOwnedSlots};
   std::atomic<waiter*> drainer_{nullptr};  // the writer waiting for readers to leave
   detail::spin_lock lock_;
+  detail::holder_mark holder_;  // where the writer is (the deadlock report)
   detail::park_list queue_;                            // guarded by lock_
   detail::tick_clock::rep next_fair_ = 0;              // guarded by lock_ (tick_clock)
   const char* type_ = "tessera::shared_timed_mutex";
