@@ -6,8 +6,19 @@
       each implementation's ratio to its peer in the same run) and the
       fiberbench table (Tessera beside Boost.Fiber).
   bench/bench_tables.py jobbench out/jobbench.csv out/jobbench-ratios.dat
-      jobbench's table of times over oneTBB's (printed by scripts/jobbench.sh),
+      jobbench's table of times over oneTBB's (printed by bench/jobbench.sh),
       and the .dat that bench/plots/jobbench.gp draws.
+  bench/bench_tables.py netbench out/netbench.csv plot.dat
+      netbench's tables (HTTP, HTTPS, open-loop latency, echo, CPU per
+      request, memory per idle connection), each with Tessera's ratio to its
+      peers (a title marked ↓ is a cost: there a ratio below 1 is Tessera's
+      win), and the .dat that bench/plots/netbench.gp draws.
+  bench/bench_tables.py tfbbench out/tfbbench.csv plot.dat
+      tfbbench's table (requests/s per test type, ratios to the Go peers, where
+      the CPU went) and the .dat that bench/plots/tfbbench.gp draws.
+
+A figure recorded as "failed" (non-2xx answers, socket errors, fewer
+connections open than asked) prints as "failed" and gives no ratio.
 """
 import collections
 import csv
@@ -108,6 +119,109 @@ def jobbench(path, dat):
               f"{call / floor:.2f}x the floor")
 
 
+def number(v):
+    """A CSV value as a float, or None for "failed" (or empty)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a is not None and b else "-"
+
+
+def shown(v, fmt="{:.0f}"):
+    return "failed" if v is None else fmt.format(v)
+
+
+def netbench(path, dat):
+    rows = list(csv.DictReader(open(path)))
+    val = collections.defaultdict(dict)  # (section, point) -> server -> value; echo keeps the best
+    for r in rows:
+        key, v = (r["section"], r["point"]), number(r["value"])
+        if r["section"] == "echo" and r["server"] in val[key]:
+            good = [x for x in (v, val[key][r["server"]]) if x is not None]
+            v = max(good) if good else None
+        val[key][r["server"]] = v
+    order = list(dict.fromkeys((r["section"], r["point"]) for r in rows))
+
+    def points(section):
+        return [p for s, p in order if s == section]
+
+    def table(title, section, servers, peers, fmt="{:.0f}"):
+        head = f"{title:<22}" + "".join(f"{s:>14}" for s in servers)
+        head += "".join(f"{'tessera/' + p:>18}" for p in peers)
+        print(head)
+        for point in points(section):
+            v = val[(section, point)]
+            line = f"{point:<22}" + "".join(f"{shown(v[s], fmt) if s in v else '-':>14}" for s in servers)
+            line += "".join(f"{ratio(v.get('tessera'), v.get(p)):>18}" for p in peers)
+            print(line)
+        print()
+
+    for point in points("http"):
+        v = val[("http", point)]
+        t, u = v.get("tessera"), v.get("tessera-nodeadline")
+        if t is not None and u:
+            print(f"timed reads (a deadline on every read) at {point} connections: {t:.0f} against "
+                  f"{u:.0f} requests/s without: {(t / u - 1) * 100:+.1f}%")
+    print()
+    table("HTTP requests/s", "http", ["tessera", "go", "nginx", "threads"], ["nginx", "go", "threads"])
+    table("HTTPS requests/s", "https", ["tessera", "go", "nginx"], ["nginx", "go"])
+    for q in ("p50", "p99", "p99.9"):
+        table(f"open loop {q} us ↓", f"open-loop-{q}", ["tessera", "go", "nginx"], ["nginx", "go"])
+    table("echo round trips/s", "echo", ["tessera", "go", "threads", "ceiling"], ["go", "ceiling", "threads"])
+    # CPU per request: ticks / requests, per server.
+    for kind, unit, servers, peers in (
+            ("http", "requests", ["tessera", "tessera-uring", "nginx", "go", "fasthttp", "threads"],
+             ["nginx", "go", "fasthttp"]),
+            ("echo", "round-trips", ["tessera", "tessera-uring", "go", "threads"], ["go"])):
+        for r in [r for r in rows if r["section"] == f"cpu-{kind}-ticks"]:
+            n = number(val[(f"cpu-{kind}-{unit}", r["point"])].get(r["server"]))
+            ticks, hz = number(r["value"]), float(r["unit"].split("/")[1].split()[0])
+            per = ticks / hz * 1e6 / n if ticks is not None and n else None
+            val[(f"cpu-{kind}", r["point"])][r["server"]] = per
+            if (f"cpu-{kind}", r["point"]) not in order:
+                order.append((f"cpu-{kind}", r["point"]))
+        table(f"CPU-us per {'request' if kind == 'http' else 'round trip'} ↓", f"cpu-{kind}", servers, peers,
+              "{:.2f}")
+    table("bytes per idle conn. ↓", "idle", ["tessera", "go"], ["go"])
+    with open(dat, "w") as f:
+        for point in points("http"):
+            v = val[("http", point)]
+            f.write(f'"HTTP {point} conns" ' + " ".join(
+                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("tessera", "go", "nginx", "threads"))
+                    + " NaN\n")
+        for point in points("echo"):
+            v = val[("echo", point)]
+            f.write(f'"echo {point}" ' + " ".join(
+                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("tessera", "go"))
+                    + " NaN " + " ".join(
+                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("threads", "ceiling")) + "\n")
+
+
+def tfbbench(path, dat):
+    rows = list(csv.DictReader(open(path)))
+    by = {(r["server"], r["type"], r["connections"]): r for r in rows}
+    servers = ("tessera", "nethttp", "fasthttp")
+    print(f"{'type':<10} {'conns':>5} {'tessera':>9} {'net/http':>9} {'fasthttp':>9} {'/net/http':>9} "
+          f"{'/fasthttp':>9}   CPU s: server/db/wrk (tessera | net/http | fasthttp)")
+    for r in rows:
+        if r["server"] != "tessera":
+            continue
+        k = (r["type"], r["connections"])
+        t, g, f = (number(by[(s,) + k]["requests_per_s"]) for s in servers)
+        cpu = " | ".join("/".join(by[(s,) + k][c] for c in ("server_cpu_s", "db_cpu_s", "wrk_cpu_s"))
+                         for s in servers)
+        print(f"{k[0]:<10} {k[1]:>5} {shown(t):>9} {shown(g):>9} {shown(f):>9} {ratio(t, g):>9} "
+              f"{ratio(t, f):>9}   {cpu}")
+    with open(dat, "w") as out:
+        for t in dict.fromkeys(r["type"] for r in rows):
+            vals = [number(by.get((s, t, "256"), {}).get("requests_per_s")) for s in servers]
+            out.write(t + " " + " ".join("NaN" if v is None else f"{v:.0f}" for v in vals) + "\n")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "main":
         semabench(sys.argv[2])
@@ -115,5 +229,9 @@ if __name__ == "__main__":
         fiberbench(sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "jobbench":
         jobbench(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "netbench":
+        netbench(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "tfbbench":
+        tfbbench(sys.argv[2], sys.argv[3])
     else:
         sys.exit(__doc__)

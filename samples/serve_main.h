@@ -84,7 +84,7 @@ class connection_set {
 };
 
 /// `idle` from now, or no deadline at all when idle is 0 (--idle-timeout 0:
-/// what scripts/netbench.sh compares against, to price the timed waits).
+/// what bench/netbench.sh compares against, to price the timed waits).
 inline tessera::io::clock::time_point idle_deadline(std::chrono::seconds idle) {
   return idle.count() == 0 ? tessera::io::clock::time_point::max()
                            : tessera::io::clock::now() + idle;

@@ -104,8 +104,8 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
     const stack_mem stack = f->stack_snapshot();
     if (stack.map == nullptr) continue;
     fiber_stacks.push_back({reinterpret_cast<std::uintptr_t>(stack.bottom()),
-                      reinterpret_cast<std::uintptr_t>(stack.top()),
-                      f->listed_id.load(std::memory_order_relaxed)});
+                            reinterpret_cast<std::uintptr_t>(stack.top()),
+                            f->listed_id.load(std::memory_order_relaxed)});
   }
   for (fiber_record* f : records) {
     if (f->listed_in.load(std::memory_order_acquire) != this) continue;

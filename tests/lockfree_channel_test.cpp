@@ -151,10 +151,10 @@ TEST_P(LockfreeChannelProgress, AThreadStoppedAnywhereHoldsUpAtMostItsCounterpar
     g_hold.store(false);
     ASSERT_TRUE(eventually([] { return g_stopped.load() == 0; }, 10s));
     ASSERT_TRUE(went_on) << "round " << rounds << ": with "
-                         << (victim < kPairs ? "sender " : "receiver ") << victim
-                         << " stopped, " << made << " of the other five made " << kProgress
-                         << " calls each in 5 s, not four (live segments: "
-                         << ch.live_segments() << ")";
+                         << (victim < kPairs ? "sender " : "receiver ") << victim << " stopped, "
+                         << made << " of the other five made " << kProgress
+                         << " calls each in 5 s, not four (live segments: " << ch.live_segments()
+                         << ")";
     spin_for(std::chrono::microseconds(rng() % 200));  // the next stop lands elsewhere
   }
   EXPECT_GE(rounds, 20);

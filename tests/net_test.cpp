@@ -383,6 +383,43 @@ int highest_open_fd() {
   return highest;
 }
 
+// Leaves `free` descriptors to the process, no more, until restore() or the
+// end of its scope: the free numbers below the highest open descriptor are
+// filled, and RLIMIT_NOFILE set just above it.
+class descriptor_squeeze {
+ public:
+  explicit descriptor_squeeze(int free) {
+    const int highest = highest_open_fd();
+    for (int f = ::dup(0); f >= 0; f = ::dup(0)) {
+      if (f > highest) {
+        ::close(f);
+        break;
+      }
+      fillers_.push_back(f);
+    }
+    ::getrlimit(RLIMIT_NOFILE, &old_);
+    rlimit low = old_;
+    low.rlim_cur = static_cast<rlim_t>(highest + 1 + free);
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &low) == 0;
+  }
+  ~descriptor_squeeze() {
+    restore();
+    for (int f : fillers_) ::close(f);
+  }
+  descriptor_squeeze(const descriptor_squeeze&) = delete;
+  descriptor_squeeze& operator=(const descriptor_squeeze&) = delete;
+  bool ok() const noexcept { return ok_; }
+  void restore() noexcept {
+    if (ok_) ::setrlimit(RLIMIT_NOFILE, &old_);
+    ok_ = false;
+  }
+
+ private:
+  std::vector<int> fillers_;
+  rlimit old_{};
+  bool ok_ = false;
+};
+
 // Out of descriptors, accept parks and retries (5 ms doubling to 1 s) instead
 // of failing at once: a server whose accept loop retried EMFILE without
 // parking held its only worker at 100% CPU, so the fibers that would close
@@ -410,22 +447,9 @@ TEST(Net, OutOfDescriptorsTheServerServesOnAsConnectionsClose) {
     ASSERT_EQ(::write(c, "x", 1), 1);
     clients.push_back(c);
   }
-  // Room for two accepted connections, no more: the free numbers below the
-  // highest open descriptor are filled, and the limit set just above it.
-  const int highest = highest_open_fd();
-  std::vector<int> fillers;
-  for (int f = ::dup(0); f >= 0; f = ::dup(0)) {
-    if (f > highest) {
-      ::close(f);
-      break;
-    }
-    fillers.push_back(f);
-  }
-  rlimit old{};
-  ::getrlimit(RLIMIT_NOFILE, &old);
-  rlimit low = old;
-  low.rlim_cur = static_cast<rlim_t>(highest + 1 + 2);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  // Room for two accepted connections, no more.
+  descriptor_squeeze squeeze(2);
+  ASSERT_TRUE(squeeze.ok());
   {  // the limit binds: two more descriptors, not three
     const int a = ::dup(0), b = ::dup(0), c = ::dup(0);
     EXPECT_GE(a, 0);
@@ -456,10 +480,9 @@ TEST(Net, OutOfDescriptorsTheServerServesOnAsConnectionsClose) {
   });
   server.get();
   EXPECT_TRUE(eventually([&] { return served.load() == kClients; }, 20s)) << served.load();
-  ::setrlimit(RLIMIT_NOFILE, &old);
+  squeeze.restore();
   rt.stop();
   for (int c : clients) ::close(c);
-  for (int f : fillers) ::close(f);
 }
 
 // The back-off itself: with a connection waiting in the backlog and no
@@ -480,22 +503,8 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(client, 0);
   ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&to.storage), to.size), 0);
-  // No descriptor free: the holes below the highest are filled, and the
-  // limit set just above it.
-  const int highest = highest_open_fd();
-  std::vector<int> fillers;
-  for (int f = ::dup(0); f >= 0; f = ::dup(0)) {
-    if (f > highest) {
-      ::close(f);
-      break;
-    }
-    fillers.push_back(f);
-  }
-  rlimit old{};
-  ::getrlimit(RLIMIT_NOFILE, &old);
-  rlimit low = old;
-  low.rlim_cur = static_cast<rlim_t>(highest + 1);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  descriptor_squeeze squeeze(0);  // no descriptor free
+  ASSERT_TRUE(squeeze.ok());
   EXPECT_EQ(::dup(0), -1) << "a descriptor was still free";
   auto runs = [&] {
     std::uint64_t n = 0;
@@ -511,13 +520,13 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   const std::uint64_t before = runs();
   const auto cpu_before = cpu();
   std::error_code ec = rt.submit([&] {
-                            std::error_code e;
-                            (void)l.accept(e, clock::now() + 400ms);
-                            return e;
-                          }).get();
+                           std::error_code e;
+                           (void)l.accept(e, clock::now() + 400ms);
+                           return e;
+                         }).get();
   const std::uint64_t tries = runs() - before;
   const auto busy = cpu() - cpu_before;
-  ::setrlimit(RLIMIT_NOFILE, &old);
+  squeeze.restore();
   EXPECT_EQ(ec, std::errc::timed_out) << ec.message();
   // 5 + 10 + 20 + 40 + 80 + 160 ms, then the deadline: about 7 runs, and
   // at least 2 (it did retry).
@@ -528,7 +537,6 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   EXPECT_LT(busy, 200ms) << "the process was busy while accept waited";
   rt.stop();
   ::close(client);
-  for (int f : fillers) ::close(f);
 }
 
 TEST(Net, TwoThousandConcurrentConnections) {

@@ -1,5 +1,5 @@
 // loadgen — a load client written on Tessera's own client API (it doubles as
-// a client-side test of it), for scripts/netbench.sh.
+// a client-side test of it), for bench/netbench.sh.
 //
 //   loadgen http --addr 127.0.0.1:8080 --connections 100 --rate 20000 --seconds 5
 //       open loop: requests leave at a fixed total rate whatever the server
@@ -169,7 +169,12 @@ int main(int argc, char** argv) {
       });
     }
     opened.wait();
-    if (mode == "idle") std::printf("open %d (failed %ld)\n", connections - static_cast<int>(failed.load()), failed.load());
+    if (mode == "idle") {
+      // Flushed now: netbench reads it while the connections are held.
+      std::printf("open %d (failed %ld)\n", connections - static_cast<int>(failed.load()),
+                  failed.load());
+      std::fflush(stdout);
+    }
     for (auto& f : fs) f.join();
     const double secs = std::chrono::duration<double>(stop - start).count();
     if (mode == "echo") {

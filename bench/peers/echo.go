@@ -1,4 +1,4 @@
-// The Go peer of samples/echo_server for scripts/netbench.sh: a goroutine per
+// The Go peer of samples/echo_server for bench/netbench.sh: a goroutine per
 // connection copying what it reads back, standard library only.
 //
 //	go run echo.go -port 7001

@@ -1,4 +1,4 @@
-// The Go peer of samples/http_server for scripts/netbench.sh: net/http
+// The Go peer of samples/http_server for bench/netbench.sh: net/http
 // answering "Hello, World!" on "/", standard library only; HTTPS with -cert
 // and -key.
 //

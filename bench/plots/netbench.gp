@@ -1,7 +1,7 @@
 # netbench's plot: requests (HTTP) and round trips (echo) per second of each
 # server on one core, as clustered bars.
 #   gnuplot -e "dat='work/plot.dat'; png='out/netbench.png'" bench/plots/netbench.gp
-# The .dat is scripts/netbench.sh's: a quoted label, then Tessera, Go, nginx,
+# The .dat is bench_tables.py netbench's: a quoted label, then Tessera, Go, nginx,
 # thread per connection, ceiling (NaN where a system has no figure).
 set terminal pngcairo size 1200,520 noenhanced font 'sans,10'
 set output png

@@ -1,4 +1,4 @@
-// thread_server — servers written without a runtime, for scripts/netbench.sh
+// thread_server — servers written without a runtime, for bench/netbench.sh
 // to measure beside Tessera, nginx and Go:
 //   http, echo   the baseline people start from: a std::thread per connection
 //                on blocking sockets; the same HTTP answers as

@@ -132,9 +132,9 @@ class mutex_core {
 
   std::atomic<std::uint32_t> state_{0};
   spin_lock queue_lock_;
-  park_list queue_;  // FIFO of parked callers, guarded by queue_lock_
-  detail::tick_clock::rep next_fair_ = 0;              // guarded by queue_lock_ (tick_clock)
-  std::uint32_t woken_unlocks_ = 0;                    // owner only (inside unlock)
+  park_list queue_;                        // FIFO of parked callers, guarded by queue_lock_
+  detail::tick_clock::rep next_fair_ = 0;  // guarded by queue_lock_ (tick_clock)
+  std::uint32_t woken_unlocks_ = 0;        // owner only (inside unlock)
   const char* type_ = "tessera::mutex";
   holder_mark holder_;  // written by the holder only (note_owner)
 #if TESSERA_CHECKS

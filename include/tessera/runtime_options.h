@@ -60,7 +60,7 @@ struct runtime_options {
   /// Once the runtime does I/O, the look is a non-blocking poll of its
   /// descriptors, not a PAUSE loop. 0: sleep at once — on a machine whose
   /// cores are shared (a VM), a latency-bound client with one connection
-  /// runs faster so (scripts/netbench.sh's load generator does).
+  /// runs faster so (bench/netbench.sh's load generator does).
   std::chrono::microseconds idle_spin{50};
   /// The I/O poller's kernel interface (see io_backend).
   io_backend io = io_backend::automatic;

@@ -246,9 +246,9 @@ class shared_timed_mutex {
   std::atomic<std::uint32_t> used_{std::uint32_t{1} << detail::kOwnedSlots};
   std::atomic<waiter*> drainer_{nullptr};  // the writer waiting for readers to leave
   detail::spin_lock lock_;
-  detail::holder_mark holder_;  // where the writer is (the deadlock report)
-  detail::park_list queue_;                            // guarded by lock_
-  detail::tick_clock::rep next_fair_ = 0;              // guarded by lock_ (tick_clock)
+  detail::holder_mark holder_;             // where the writer is (the deadlock report)
+  detail::park_list queue_;                // guarded by lock_
+  detail::tick_clock::rep next_fair_ = 0;  // guarded by lock_ (tick_clock)
   const char* type_ = "tessera::shared_timed_mutex";
 #if TESSERA_CHECKS
   std::atomic<std::int64_t> debug_readers_{0};  // readers inside, exactly

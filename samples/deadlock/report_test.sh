@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deadlock's report: both named fibers with the mutex each waits for, a
-# backtrace through the function that took the second lock, the live dump
-# before it, and run() throwing deadlock_error (exit status 1).
+# backtrace through the function that took the second lock, the cycle with
+# each mutex's holder (in every build), the live dump before it, and run()
+# throwing deadlock_error (exit status 1).
 set -uo pipefail
 out=$("$1" --dump 2>&1)
 status=$?
@@ -15,5 +16,11 @@ for who in transfer audit; do
     fail "no line for the \"$who\" fiber"
 done
 grep -Eq '^    (\(anonymous namespace\)::)?transfer' <<<"$out" || fail "no backtrace through transfer()"
+# The holders are known in every build: the cycle, each fiber's mutex held by the other.
+grep -q '^tessera: the waits form a cycle:' <<<"$out" || fail "no cycle"
+for who in transfer audit; do
+  grep -Eq "^  fiber [0-9]+ \"$who\" waits for mutex 0x[0-9a-f]+ held by fiber [0-9]+" <<<"$out" ||
+    fail "the cycle does not name the holder of \"$who\"'s mutex"
+done
 grep -q '^caught tessera::deadlock_error' <<<"$out" || fail "run() did not throw deadlock_error"
 echo "report_test: ok"

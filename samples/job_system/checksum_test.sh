@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # The game frame is deterministic: the same checksum on 1, 2 and 4 workers,
-# twice each, and with oneTBB running the same systems.
+# twice each; and, given bench/jobbench's frame_tbb as a second argument, with
+# oneTBB running the same systems.
+#   checksum_test.sh path/to/job_system [path/to/frame_tbb]
 set -euo pipefail
 bin=$1
+tbb=${2:-}
 args=(--frames 40 --entities 20000 --warmup 0)
 want=""
-for backend in tessera tbb; do
-  for w in 1 2 4 1 2 4; do
-    [[ $backend == tbb && $w == 4 ]] && continue
-    got=$("$bin" "${args[@]}" --workers "$w" --backend "$backend" | sed -n 's/^checksum: //p')
-    if [[ -z $got ]]; then
-      echo "FAIL: no checksum line from $backend on $w workers" >&2
-      exit 1
-    fi
-    echo "$backend W=$w checksum $got"
-    if [[ -z $want ]]; then
-      want=$got
-    elif [[ $got != "$want" ]]; then
-      echo "FAIL: $backend on $w workers gave $got, expected $want" >&2
-      exit 1
-    fi
-  done
+runs=("$bin:1" "$bin:2" "$bin:4" "$bin:1" "$bin:2" "$bin:4")
+[[ -n $tbb ]] && runs+=("$tbb:1" "$tbb:2" "$tbb:1" "$tbb:2")
+for run in "${runs[@]}"; do
+  prog=${run%:*}
+  w=${run##*:}
+  got=$("$prog" "${args[@]}" --workers "$w" | sed -n 's/^checksum: //p')
+  if [[ -z $got ]]; then
+    echo "FAIL: no checksum line from $(basename "$prog") on $w workers" >&2
+    exit 1
+  fi
+  echo "$(basename "$prog") W=$w checksum $got"
+  if [[ -z $want ]]; then
+    want=$got
+  elif [[ $got != "$want" ]]; then
+    echo "FAIL: $(basename "$prog") on $w workers gave $got, expected $want" >&2
+    exit 1
+  fi
 done
 # Traced (one frame unless --frames says otherwise) and with --stats: the same
 # frames, a trace file, and a counters table.

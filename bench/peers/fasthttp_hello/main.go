@@ -1,4 +1,4 @@
-// The fasthttp peer of samples/http_server for scripts/netbench.sh:
+// The fasthttp peer of samples/http_server for bench/netbench.sh:
 // valyala/fasthttp answering "Hello, World!" on "/".
 //
 //	fasthttp_hello -port 8086

@@ -36,7 +36,9 @@ class holder_mark {
 #endif
   }
   /// The last noted address, or 0 if nobody ever held the lock.
-  std::uintptr_t load() const noexcept { return __atomic_load_n(&where_, __ATOMIC_RELAXED); }
+  std::uintptr_t load() const noexcept {
+    return __atomic_load_n(&where_, __ATOMIC_RELAXED);
+  }
 
  private:
   std::uintptr_t where_ = 0;

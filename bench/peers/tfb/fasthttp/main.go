@@ -1,4 +1,4 @@
-// The fasthttp peer of samples/tfb_server (scripts/tfbbench.sh): the six
+// The fasthttp peer of samples/tfb_server (bench/tfbbench.sh): the six
 // TechEmpower test types on valyala/fasthttp, database/sql and lib/pq.
 //
 //	tfb_fasthttp -port 8082 -db "host=127.0.0.1 …" -pool 16

@@ -1,4 +1,4 @@
-// The Go net/http peer of samples/tfb_server (scripts/tfbbench.sh): the six
+// The Go net/http peer of samples/tfb_server (bench/tfbbench.sh): the six
 // TechEmpower test types on net/http, database/sql and lib/pq.
 //
 //	tfb_nethttp -port 8081 -db "host=127.0.0.1 …" -pool 16

@@ -8,7 +8,7 @@
 # TechEmpower does). The database, the server and wrk share the 2 cores, so
 # beside each figure comes where the run's CPU went: the server's, the
 # database's and wrk's CPU seconds, read from /proc/PID/stat.
-#   scripts/tfbbench.sh [--seconds S] [--quick]     (default 5 s per point)
+#   bench/tfbbench.sh [--seconds S] [--quick]     (default 5 s per point)
 # Writes out/tfbbench.csv and out/tfbbench.png; prints the table with ratios.
 # Installs what is missing (postgresql, golang-go, lib/pq, fasthttp, wrk).
 set -euo pipefail
@@ -112,42 +112,18 @@ for t in "${types[@]}"; do
       s1=$(cpu "${!pid_var}"); d1=$(db_cpu)
       rps=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
       errs=$(awk '/Non-2xx|Socket errors/ {print}' "$work/wrk.out")
-      [ -n "$errs" ] && echo -e "\ntfbbench: $s /$t c=$c: $errs" >&2
+      # A point with any non-2xx answer or socket error is failed, not throughput.
+      if [ -n "$errs" ]; then
+        echo -e "\ntfbbench: $s /$t c=$c failed: $errs" >&2
+        rps=failed
+      fi
       echo "$s,${t%%\?*},$c,$rps,$(echo "scale=2; ($s1-$s0)/$hz" | bc),$(echo "scale=2; ($d1-$d0)/$hz" | bc),$(echo "scale=2; $w1/$hz" | bc),$seconds" >>"$csv"
     done
   done
 done
 echo >&2
 
-python3 - "$csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-by = {(r["server"], r["type"], r["connections"]): r for r in rows}
-print(f"{'type':<10} {'conns':>5} {'tessera':>9} {'net/http':>9} {'fasthttp':>9} {'/net/http':>9} {'/fasthttp':>9}   CPU s: server/db/wrk (tessera | net/http | fasthttp)")
-for r in rows:
-    if r["server"] != "tessera":
-        continue
-    k = (r["type"], r["connections"])
-    t, g, f = (float(by[(s,) + k]["requests_per_s"]) for s in ("tessera", "nethttp", "fasthttp"))
-    cpu = " | ".join("/".join(by[(s,) + k][c] for c in ("server_cpu_s", "db_cpu_s", "wrk_cpu_s"))
-                     for s in ("tessera", "nethttp", "fasthttp"))
-    print(f"{k[0]:<10} {k[1]:>5} {t:>9.0f} {g:>9.0f} {f:>9.0f} {t/g:>9.2f} {t/f:>9.2f}   {cpu}")
-PY
-
-# The plot: requests/s per type at 256 connections, one bar per server.
-awk -F, 'NR > 1 && $3 == 256 {v[$2 "," $1] = $4; if (!($2 in seen)) {seen[$2]; order[++n] = $2}}
-  END {for (i = 1; i <= n; i++) print order[i], v[order[i] ",tessera"], v[order[i] ",nethttp"], v[order[i] ",fasthttp"]}' \
-  "$csv" >"$work/plot.dat"
-gnuplot <<GP
-set terminal pngcairo size 900,500 font ",10"
-set output "out/tfbbench.png"
-set title "TechEmpower test types, 256 connections, 1 server core (requests/s, log scale)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set logscale y
-set ylabel "requests/s"
-set key top right
-plot "$work/plot.dat" using 2:xtic(1) title "Tessera", "" using 3 title "Go net/http", "" using 4 title "fasthttp"
-GP
+# The table of ratios, and the plot (requests/s per type at 256 connections).
+bench/bench_tables.py tfbbench "$csv" "$work/plot.dat"
+gnuplot -e "dat='$work/plot.dat'; png='out/tfbbench.png'" bench/plots/tfbbench.gp
 echo "tfbbench: wrote $csv and out/tfbbench.png"

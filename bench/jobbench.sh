@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Tessera's jobs beside oneTBB, OpenMP and a std::thread pool, in one run, on
-# 1 and 2 workers: the game frame (samples/job_system, p50/p99 frame time),
+# 1 and 2 workers: the game frame (samples/job_system, and bench/jobbench/frame_tbb
+# for oneTBB: p50/p99 frame time),
 # parallel_for at three grains, fork-join fib and skynet, spawn latency from a
 # plain thread, and the context-switch floor (bench/jobbench). Installs
 # what is missing, builds Release, writes out/jobbench.csv, prints the ratios
 # against oneTBB and draws out/jobbench.png.
-#   scripts/jobbench.sh            # the full run (~2 minutes)
-#   scripts/jobbench.sh --quick    # a smoke run: fib(25), fewer repetitions, 60 frames
+#   bench/jobbench.sh            # the full run (~2 minutes)
+#   bench/jobbench.sh --quick    # a smoke run: fib(25), fewer repetitions, 60 frames
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake --preset release
-cmake --build --preset release -j "$(nproc)" --target jobbench job_system
+cmake --build --preset release -j "$(nproc)" --target jobbench job_system frame_tbb
 mkdir -p out
 quick=0
 [[ ${1:-} == --quick ]] && quick=1
@@ -40,8 +41,10 @@ for w in 1 2; do
     ((r % 2)) && order=(tbb tessera)
     for backend in "${order[@]}"; do
       i=$((i + 1))
-      echo "[frame $i/$total] job_system --backend $backend --workers $w --frames $frames"
-      line=$(build/release/samples/job_system --backend "$backend" --workers "$w" --frames "$frames" |
+      prog=build/release/samples/job_system
+      [[ $backend == tbb ]] && prog=build/release/bench/frame_tbb
+      echo "[frame $i/$total] $(basename "$prog") --workers $w --frames $frames"
+      line=$("$prog" --workers "$w" --frames "$frames" |
         sed -n 's/^frame time ms: p50 \([0-9.]*\) .* p99 \([0-9.]*\) .*/\1 \2/p')
       read -r p50 p99 <<<"$line"
       echo "  p50 $p50 ms, p99 $p99 ms"

@@ -18,7 +18,7 @@
 #   thread-per-connection baseline, and Tessera on epoll and on io_uring;
 # - server RSS per idle connection with 10,000 of them open.
 # out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
-#   scripts/netbench.sh [--seconds S]      (default 10 s per point)
+#   bench/netbench.sh [--seconds S]      (default 10 s per point)
 # Installs what is missing (wrk, nginx-light, golang-go, the build deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -105,38 +105,34 @@ start threads 18084 build/release/bench/thread_server --mode http --port 18084
 start threads-echo 17084 build/release/bench/thread_server --mode echo --port 17084
 loadgen() { taskset -c 1 build/release/bench/loadgen "$@"; }
 
-echo "server,connections,requests_per_s,p50_ms,p99_ms" > out/netbench.csv
-declare -A rps
+# Every figure is one CSV row: section, server, point, value, unit (and "failed"
+# in the value where the point did not measure what it claims). The tables
+# with their ratios and the plot's data come from bench/bench_tables.py.
+csv=out/netbench.csv
+echo "section,server,point,value,unit" > "$csv"
+row() { echo "$1,$2,$3,$4,$5" >> "$csv"; }
+# wrk's requests/s, or "failed" when any answer was not 2xx or a socket failed.
+wrk_rps() {
+  if grep -qE 'Non-2xx|Socket errors' <<<"$1"; then
+    echo "  $(grep -E 'Non-2xx|Socket errors' <<<"$1")" >&2
+    echo failed
+  else
+    awk '/Requests\/sec/ {print $2}' <<<"$1"
+  fi
+}
+
 for conns in 100 1000; do
   for server in tessera:18080 tessera-nodeadline:18083 go:18081 nginx:18082 threads:18084; do
     name="${server%%:*}"; port="${server##*:}"
     echo "netbench: $name, $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" --latency "http://127.0.0.1:$port/")"
-    r="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
-    p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
-    p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
-    errs="$(grep -E 'Non-2xx|Socket errors' <<<"$out" || true)"
-    [ -n "$errs" ] && echo "  $errs"
-    rps["$name,$conns"]="$r"
-    echo "$name,$conns,$r,$p50,$p99" >> out/netbench.csv
+    row http "$name" "$conns" "$(wrk_rps "$out")" requests/s
+    row http-p50 "$name" "$conns" "$(awk '$1=="50%" {print $2}' <<<"$out")" wrk
+    row http-p99 "$name" "$conns" "$(awk '$1=="99%" {print $2}' <<<"$out")" wrk
   done
-done
-echo
-for conns in 100 1000; do
-  awk -v c="$conns" -v t="${rps[tessera,$conns]}" -v u="${rps[tessera-nodeadline,$conns]}" \
-    'BEGIN { printf "timed reads (a deadline on every read) at %s connections: %.0f vs %.0f requests/s without: %+.1f%%\n", c, t, u, (t / u - 1) * 100 }'
-done
-printf "%-12s %12s %12s %12s %12s %14s %12s %16s\n" connections tessera go nginx threads \
-  "tessera/nginx" "tessera/go" "tessera/threads"
-for conns in 100 1000; do
-  t="${rps[tessera,$conns]}"; g="${rps[go,$conns]}"; n="${rps[nginx,$conns]}"; h="${rps[threads,$conns]}"
-  awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" -v h="$h" \
-    'BEGIN { printf "%-12s %12s %12s %12s %12s %13.2fx %11.2fx %15.2fx\n", c, t, g, n, h, t / n, t / g, t / h }'
 done
 
 # HTTPS, keep-alive: the same body over TLS 1.3.
-echo
-declare -A tls_rps
 for server in tessera-tls:18443 go-tls:18444 nginx-tls:18445; do
   name="${server%%:*}"; port="${server##*:}"
   cipher=$(openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null | awk '/^New, / {print $NF}')
@@ -144,38 +140,28 @@ for server in tessera-tls:18443 go-tls:18444 nginx-tls:18445; do
   for conns in 100 1000; do
     echo "netbench: HTTPS $name ($cipher), $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" "https://127.0.0.1:$port/")"
-    r="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
-    errs="$(grep -E 'Non-2xx|Socket errors' <<<"$out" || true)"
-    [ -n "$errs" ] && echo "  $errs"
-    tls_rps["$name,$conns"]="$r"
-    echo "https-$name,$conns,$r" >> out/netbench.csv
+    row https "${name%-tls}" "$conns" "$(wrk_rps "$out")" requests/s
   done
-done
-printf "%-18s %12s %12s %12s %14s %12s\n" "HTTPS connections" tessera go nginx tessera/nginx tessera/go
-for conns in 100 1000; do
-  t="${tls_rps[tessera-tls,$conns]}"; g="${tls_rps[go-tls,$conns]}"; n="${tls_rps[nginx-tls,$conns]}"
-  awk -v c="$conns" -v t="$t" -v g="$g" -v n="$n" \
-    'BEGIN { printf "%-18s %12s %12s %12s %13.2fx %11.2fx\n", c, t, g, n, t / n, t / g }'
 done
 
 # Latency at a fixed request rate (open loop: measured from when each request
 # was due), 100 connections.
 rate=20000
-echo
 for server in tessera:18080 go:18081 nginx:18082; do
   name="${server%%:*}"; port="${server##*:}"
   echo "netbench: $name, open loop at $rate requests/s ..."
   line="$(loadgen http --addr "127.0.0.1:$port" -c 100 --rate "$rate" -s "$seconds")"
   echo "  $line"
-  echo "$name,open-loop-$rate,$(sed -E 's/.*p50 ([0-9]+) us, p99 ([0-9]+) us, p99.9 ([0-9]+) us/\1,\2,\3/' <<<"$line")" >> out/netbench.csv
+  read -r p50 p99 p999 < <(sed -E 's/.*p50 ([0-9]+) us, p99 ([0-9]+) us, p99.9 ([0-9]+) us.*/\1 \2 \3/' <<<"$line")
+  row open-loop-p50 "$name" "$rate" "$p50" us
+  row open-loop-p99 "$name" "$rate" "$p99" us
+  row open-loop-p99.9 "$name" "$rate" "$p999" us
 done
 
 # TCP echo: round trips per second. A point that follows a 100-connection
 # point can run a third slower for several seconds, whichever server it
 # measures (the ceiling too), so each row runs twice, in the order below and
-# then reversed, and each server keeps the better of its two points.
-echo
-declare -A echo_rt
+# then reversed; the tables keep each server's better point.
 echo_servers=(tessera:17080 go:17081 threads:17084 ceiling:17085)
 echo_reversed=()
 for ((i = ${#echo_servers[@]} - 1; i >= 0; i--)); do echo_reversed+=("${echo_servers[i]}"); done
@@ -191,33 +177,18 @@ for size in 64 4096; do
         fi
         line="$(loadgen echo --addr "127.0.0.1:$port" -c "$conns" --size "$size" -s "$seconds")"
         if [[ $name == ceiling ]]; then kill "$pid_ceiling"; wait "$pid_ceiling" 2>/dev/null || true; fi
+        echo "  $line"
         r="$(sed -E 's/round trips\/s ([0-9]+).*/\1/' <<<"$line")"
-        echo "  $r round trips/s"
-        key="$name,$size,$conns"
-        if [[ -z ${echo_rt[$key]:-} ]] || ((r > echo_rt[$key])); then echo_rt["$key"]="$r"; fi
+        grep -q 'failed connections 0,' <<<"$line" || r=failed
+        row echo "$name" "$size B x $conns" "$r" "round trips/s"
       done
     done
-    for server in "${echo_servers[@]}"; do
-      name="${server%%:*}"
-      echo "echo-$name,$size B x $conns,${echo_rt[$name,$size,$conns]}" >> out/netbench.csv
-    done
-  done
-done
-printf "\n%-16s %9s %9s %9s %9s %11s %11s %11s %13s\n" "echo (rt/s)" tessera go threads \
-  ceiling tessera/go ceiling/go tessera/ceil tessera/threads
-for size in 64 4096; do
-  for conns in 1 100; do
-    t="${echo_rt[tessera,$size,$conns]}"; g="${echo_rt[go,$size,$conns]}"
-    h="${echo_rt[threads,$size,$conns]}"; c="${echo_rt[ceiling,$size,$conns]}"
-    awk -v k="$size B x $conns" -v t="$t" -v g="$g" -v h="$h" -v c="$c" \
-      'BEGIN { printf "%-16s %9s %9s %9s %9s %10.2fx %10.2fx %10.2fx %12.2fx\n", k, t, g, h, c,
-               t / g, c / g, t / c, t / h }'
   done
 done
 
 # CPU per request: the server's own utime+stime (all its threads, and an
-# nginx master's worker) over a window at a fixed offered rate, divided by
-# the requests answered in it. Throughput cannot rank servers here (the load
+# nginx master's worker) over a window at a fixed offered rate, and the
+# requests answered in it. Throughput cannot rank servers here (the load
 # generator's core bounds it); CPU per request can.
 tree_cpu() {  # clock ticks of a process and its children
   local t=0 p
@@ -226,18 +197,15 @@ tree_cpu() {  # clock ticks of a process and its children
 }
 hz=$(getconf CLK_TCK)
 cpu_rate=20000
-declare -A cpu_us
-echo
 for server in tessera:18080 tessera-uring:18085 nginx:18082 go:18081 fasthttp:18086 threads:18084; do
   name="${server%%:*}"; port="${server##*:}"; pid_var="pid_${name//-/_}"
   echo "netbench: CPU per request, $name, $cpu_rate requests/s ..."
   c0=$(tree_cpu "${!pid_var}")
   line="$(loadgen http --addr "127.0.0.1:$port" -c 100 --rate "$cpu_rate" -s "$seconds")"
   c1=$(tree_cpu "${!pid_var}")
-  n="$(sed -E 's/^requests ([0-9]+).*/\1/' <<<"$line")"
-  cpu_us["$name"]=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
-  echo "  ${cpu_us[$name]} CPU-us per request ($n requests; $line)"
-  echo "cpu-http-$name,$cpu_rate/s x 100,${cpu_us[$name]} us/request" >> out/netbench.csv
+  echo "  $line"
+  row cpu-http-ticks "$name" "$cpu_rate" "$((c1 - c0))" "1/$hz s"
+  row cpu-http-requests "$name" "$cpu_rate" "$(sed -E 's/^requests ([0-9]+).*/\1/' <<<"$line")" requests
 done
 for size in 64 4096; do
   for server in tessera-echo:17080 tessera-echo-uring:17086 go-echo:17081 threads-echo:17084; do
@@ -246,49 +214,36 @@ for size in 64 4096; do
     c0=$(tree_cpu "${!pid_var}")
     line="$(loadgen echo --addr "127.0.0.1:$port" -c 100 --size "$size" --rate "$cpu_rate" -s "$seconds")"
     c1=$(tree_cpu "${!pid_var}")
-    n="$(sed -E 's/.*round trips ([0-9]+)$/\1/' <<<"$line")"
-    cpu_us["$name,$size"]=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')
-    echo "  ${cpu_us[$name,$size]} CPU-us per round trip ($line)"
-    echo "cpu-echo-$name,$size B x 100 at $cpu_rate/s,${cpu_us[$name,$size]} us/round trip" >> out/netbench.csv
+    echo "  $line"
+    row cpu-echo-ticks "${name%-echo*}${name#*-echo}" "$size" "$((c1 - c0))" "1/$hz s"
+    row cpu-echo-round-trips "${name%-echo*}${name#*-echo}" "$size" \
+      "$(sed -E 's/.*round trips ([0-9]+)$/\1/' <<<"$line")" "round trips"
   done
 done
-printf "\n%-22s %8s %8s %8s %8s %8s %8s %13s %10s %14s\n" "CPU-us per request" tessera uring nginx \
-  go fasthttp threads tessera/nginx tessera/go tessera/fasthttp
-awk -v t="${cpu_us[tessera]}" -v u="${cpu_us[tessera-uring]}" -v n="${cpu_us[nginx]}" -v g="${cpu_us[go]}" \
-  -v f="${cpu_us[fasthttp]}" -v h="${cpu_us[threads]}" -v r="$cpu_rate" \
-  'BEGIN { printf "%-22s %8s %8s %8s %8s %8s %8s %12.2fx %9.2fx %13.2fx\n", "HTTP at " r "/s", t, u, n, g, f, h, t / n, t / g, t / f }'
-printf "%-22s %8s %8s %8s %8s %8s\n" "CPU-us per round trip" tessera uring go threads tessera/go
-for size in 64 4096; do
-  awk -v t="${cpu_us[tessera-echo,$size]}" -v u="${cpu_us[tessera-echo-uring,$size]}" \
-    -v g="${cpu_us[go-echo,$size]}" -v h="${cpu_us[threads-echo,$size]}" -v k="echo $size B" \
-    'BEGIN { printf "%-22s %8s %8s %8s %8s %7.2fx\n", k, t, u, g, h, t / g }'
-done
 
-# Memory: RSS per idle connection, 10,000 of them.
+# Memory: RSS per idle connection, 10,000 of them, measured once loadgen
+# says all are open (it prints "open N (failed F)" then holds them); a point
+# with fewer open is reported failed, not divided.
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-echo
 for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo"; do
   IFS=: read -r name port spid <<<"$server"
   before="$(rss "$spid")"
   loadgen idle --addr "127.0.0.1:$port" -c 10000 -s 3 > "$work/idle.out" &
   lp=$!
-  sleep 2
+  for _ in $(seq 1 600); do grep -q '^open ' "$work/idle.out" && break; sleep 0.1; done
   after="$(rss "$spid")"
+  open="$(sed -n 's/^open \([0-9]*\) .*/\1/p' "$work/idle.out")"
   wait "$lp" || true
-  per="$(( (after - before) * 1024 / 10000 ))"
-  echo "netbench: $name: RSS $before -> $after KiB with 10,000 idle connections: $per bytes each ($(head -1 "$work/idle.out"))"
-  echo "idle-$name,10000,$per bytes/connection" >> out/netbench.csv
+  echo "netbench: $name: RSS $before -> $after KiB, $(head -1 "$work/idle.out")"
+  if [[ ${open:-0} -eq 10000 ]]; then
+    row idle "${name%-echo}" 10000 "$(( (after - before) * 1024 / 10000 ))" bytes/connection
+  else
+    row idle "${name%-echo}" 10000 failed "bytes/connection (${open:-0} open)"
+  fi
 done
-# The plot: requests/s and echo round trips/s per server, same run.
-{
-  for conns in 100 1000; do
-    echo "\"HTTP $conns conns\" ${rps[tessera,$conns]} ${rps[go,$conns]} ${rps[nginx,$conns]} ${rps[threads,$conns]} NaN"
-  done
-  for size in 64 4096; do
-    for conns in 1 100; do
-      echo "\"echo ${size} B x $conns\" ${echo_rt[tessera,$size,$conns]} ${echo_rt[go,$size,$conns]} NaN ${echo_rt[threads,$size,$conns]} ${echo_rt[ceiling,$size,$conns]}"
-    done
-  done
-} > "$work/plot.dat"
+
+# The tables, each figure beside its peers' with ratios, and the plot.
+echo
+bench/bench_tables.py netbench "$csv" "$work/plot.dat"
 gnuplot -e "dat='$work/plot.dat'; png='out/netbench.png'" bench/plots/netbench.gp
-echo "CSV: out/netbench.csv  plot: out/netbench.png"
+echo "CSV: $csv  plot: out/netbench.png"
