@@ -21,6 +21,9 @@
 // 1 ms (40 µs when the head waiter is a fiber).
 // Size: (kSlots + 1) cache lines, about 2 KiB: one lock per read-mostly table,
 // not one per element (use tessera::mutex there).
+// Diagnostics: a writer notes where it is when it takes WRITER (one store,
+// detail::holder_mark), so the deadlock report names the writer to waiting
+// writers and readers in every build; readers are not named.
 //
 // Box office: one state word for the writers, plus a reader indicator split
 // over kSlots cache-line-sized counters (as Linux's percpu-rwsem and folly's
