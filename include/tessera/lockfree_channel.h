@@ -32,9 +32,12 @@
 //   than report full a buffer that receive has already emptied a slot of.
 //   One segment of 32 cells is allocated per 32 operations and reused once
 //   every index has passed it (the free list is a lock-free stack). So a
-//   thread stopped anywhere in a send or receive holds up at most the
-//   counterpart that meets it in its cell (tests/lockfree_channel_test),
-//   where a thread stopped inside channel<T>'s lock holds up every caller.
+//   thread stopped anywhere in a send or receive holds up the counterpart
+//   that meets it in its cell, where a thread stopped inside channel<T>'s
+//   lock holds up every caller. Known exception, cause open: at capacity 1 a
+//   stopped receiver has also held up a second receiver (seen in about one
+//   run in eight of tests/lockfree_channel_test's progress test, which
+//   checks that at most two others are held).
 // - Snapshots (size(), waiting_senders(), waiting_receivers()) are counts, not
 //   walks, and may be momentarily off by the operations in flight.
 // - Requirements on T: nothrow move constructible and destructible.
