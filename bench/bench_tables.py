@@ -135,6 +135,11 @@ def shown(v, fmt="{:.0f}"):
     return "failed" if v is None else fmt.format(v)
 
 
+def plotted(v):
+    """A figure for gnuplot: NaN where there is none (failed or not measured)."""
+    return "NaN" if v is None else f"{v:.0f}"
+
+
 def netbench(path, dat):
     rows = list(csv.DictReader(open(path)))
     val = collections.defaultdict(dict)  # (section, point) -> server -> value; echo keeps the best
@@ -187,18 +192,15 @@ def netbench(path, dat):
         table(f"CPU-us per {'request' if kind == 'http' else 'round trip'} ↓", f"cpu-{kind}", servers, peers,
               "{:.2f}")
     table("bytes per idle conn. ↓", "idle", ["tessera", "go"], ["go"])
+    # The plot: one row per HTTP and echo point; columns Tessera, Go, nginx,
+    # threads, the ceiling (bench/plots/netbench.gp).
     with open(dat, "w") as f:
-        for point in points("http"):
-            v = val[("http", point)]
-            f.write(f'"HTTP {point} conns" ' + " ".join(
-                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("tessera", "go", "nginx", "threads"))
-                    + " NaN\n")
-        for point in points("echo"):
-            v = val[("echo", point)]
-            f.write(f'"echo {point}" ' + " ".join(
-                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("tessera", "go"))
-                    + " NaN " + " ".join(
-                shown(v.get(s), "{:.0f}").replace("failed", "NaN") for s in ("threads", "ceiling")) + "\n")
+        for section, label in (("http", "HTTP {} conns"), ("echo", "echo {}")):
+            for point in points(section):
+                v = val[(section, point)]
+                f.write(f'"{label.format(point)}" ' +
+                        " ".join(plotted(v.get(s)) for s in ("tessera", "go", "nginx", "threads", "ceiling")) +
+                        "\n")
 
 
 def tfbbench(path, dat):
@@ -219,7 +221,7 @@ def tfbbench(path, dat):
     with open(dat, "w") as out:
         for t in dict.fromkeys(r["type"] for r in rows):
             vals = [number(by.get((s, t, "256"), {}).get("requests_per_s")) for s in servers]
-            out.write(t + " " + " ".join("NaN" if v is None else f"{v:.0f}" for v in vals) + "\n")
+            out.write(t + " " + " ".join(plotted(v) for v in vals) + "\n")
 
 
 if __name__ == "__main__":

@@ -215,9 +215,10 @@ for size in 64 4096; do
     line="$(loadgen echo --addr "127.0.0.1:$port" -c 100 --size "$size" --rate "$cpu_rate" -s "$seconds")"
     c1=$(tree_cpu "${!pid_var}")
     echo "  $line"
-    row cpu-echo-ticks "${name%-echo*}${name#*-echo}" "$size" "$((c1 - c0))" "1/$hz s"
-    row cpu-echo-round-trips "${name%-echo*}${name#*-echo}" "$size" \
-      "$(sed -E 's/.*round trips ([0-9]+)$/\1/' <<<"$line")" "round trips"
+    system="${name%-echo*}${name#*-echo}"  # tessera-echo-uring: tessera-uring
+    row cpu-echo-ticks "$system" "$size" "$((c1 - c0))" "1/$hz s"
+    row cpu-echo-round-trips "$system" "$size" "$(sed -E 's/.*round trips ([0-9]+)$/\1/' <<<"$line")" \
+      "round trips"
   done
 done
 

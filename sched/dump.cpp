@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <string>
@@ -59,8 +60,8 @@ bool is_join(const seen_fiber& f) noexcept {
   return f.kind != nullptr && std::string_view(f.kind) == "join of fiber";
 }
 
-// The stacks of the runtime's fibers, to tell whose stack a holder_mark
-// (an address its holder noted) is in.
+// The stacks of the runtime's fibers, sorted by address, to tell whose stack
+// a holder_mark (an address its holder noted) is in.
 struct fiber_stack {
   std::uintptr_t bottom, top;
   std::uint64_t id;
@@ -79,13 +80,15 @@ void find_holder(const fiber_record* f, const std::vector<fiber_stack>& stacks, 
   if (mark == nullptr) return;
   const std::uintptr_t where = mark->load();
   if (where == 0) return;
-  for (const fiber_stack& s : stacks) {
-    if (where >= s.bottom && where < s.top) {
-      // A shared_mutex writer waiting for readers to leave holds it itself:
-      // then the holders are readers, which the lock does not name.
-      if (s.id != out.id) out.holder = s.id;
-      return;
-    }
+  // The last stack that starts at or below `where` (stacks do not overlap).
+  const auto above =
+      std::upper_bound(stacks.begin(), stacks.end(), where,
+                       [](std::uintptr_t a, const fiber_stack& s) { return a < s.bottom; });
+  if (above != stacks.begin() && where < std::prev(above)->top) {
+    // A shared_mutex writer waiting for readers to leave holds it itself:
+    // then the holders are readers, which the lock does not name.
+    if (std::prev(above)->id != out.id) out.holder = std::prev(above)->id;
+    return;
   }
   out.held_by_thread = true;
 }
@@ -107,6 +110,8 @@ std::vector<seen_fiber> runtime_impl::snapshot(bool backtraces) const {
                             reinterpret_cast<std::uintptr_t>(stack.top()),
                             f->listed_id.load(std::memory_order_relaxed)});
   }
+  std::sort(fiber_stacks.begin(), fiber_stacks.end(),
+            [](const fiber_stack& a, const fiber_stack& b) { return a.bottom < b.bottom; });
   for (fiber_record* f : records) {
     if (f->listed_in.load(std::memory_order_acquire) != this) continue;
     const std::int32_t state = f->w.state.load(std::memory_order_relaxed);

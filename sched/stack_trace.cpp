@@ -299,14 +299,11 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 // own within tessera. A template's demangled name may begin with its return
 // type.
 bool internal_name(std::string_view f) {
-  for (std::string_view ours : {"tessera::detail::", "tessera::sched::", "tessera::park",
-                                "fiber_park", "jump_fcontext", "make_fcontext", "ontop_fcontext"}) {
-    if (starts_with(f, ours)) return true;
-  }
   for (std::string_view ours :
-       {"tessera::(anonymous namespace)::", "tessera::io::(anonymous namespace)::",
-        "tessera::net::(anonymous namespace)::", "tessera::pq::(anonymous namespace)::",
-        "tessera::tls::(anonymous namespace)::"}) {
+       {"tessera::detail::", "tessera::sched::", "tessera::park", "fiber_park", "jump_fcontext",
+        "make_fcontext", "ontop_fcontext", "tessera::(anonymous namespace)::",
+        "tessera::io::(anonymous namespace)::", "tessera::net::(anonymous namespace)::",
+        "tessera::pq::(anonymous namespace)::", "tessera::tls::(anonymous namespace)::"}) {
     if (starts_with(f, ours)) return true;
   }
   return f.substr(0, 40).find(" tessera::detail::") != std::string_view::npos;

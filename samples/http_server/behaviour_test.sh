@@ -86,11 +86,6 @@ r="$(timeout 3 cat <&6)"
 grep -q '200 OK' <<<"$r" || fail "the request in flight at the stop was not answered: $r"
 grep -q 'Connection: close' <<<"$r" || fail "the answer during the stop must close: $r"
 exec 5>&- 6>&-
-for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-kill -0 "$pid" 2>/dev/null && fail "the server did not stop on SIGTERM"
-status=0
-wait "$pid" || status=$?
-[ "$status" -eq 0 ] || fail "the server exited with status $status: $(cat "$out")"
-grep -q stopped "$out" || fail "the server did not stop cleanly"
 rm -rf "$static_dir"
+await_stopped
 echo "http_server: keep-alive, pipelining, a static file, 404, 400, 431, 413, no smuggling, a vanished client, a graceful SIGTERM: all as expected"

@@ -9,6 +9,16 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 
+# ships(PKG FILE...): fails unless PKG's file list (dpkg-deb -c) names each FILE.
+function(ships pkg)
+  foreach(want IN LISTS ARGN)
+    string(FIND "${contents_${pkg}}" "${want}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "${pkg} lacks ${want}:\n${contents_${pkg}}")
+    endif()
+  endforeach()
+endfunction()
+
 run(${CPACK_COMMAND} -G DEB --config ${TESSERA_BUILD_DIR}/CPackConfig.cmake -B ${WORK_DIR}/pkg)
 set(all_debs "")
 foreach(pkg IN ITEMS libtessera-dev libtessera-pq-dev libtessera-tls-dev)
@@ -17,7 +27,6 @@ foreach(pkg IN ITEMS libtessera-dev libtessera-pq-dev libtessera-tls-dev)
   if(NOT n EQUAL 1)
     message(FATAL_ERROR "cpack made ${n} ${pkg}_*.deb files in ${WORK_DIR}/pkg, not one")
   endif()
-  set(deb_${pkg} ${debs})
   list(APPEND all_debs ${debs})
   run(dpkg-deb -f ${debs} Package Version Depends)
   if(NOT last_output MATCHES "Package: ${pkg}\n" OR NOT last_output MATCHES "Version: ${VERSION}\n")
@@ -26,10 +35,7 @@ foreach(pkg IN ITEMS libtessera-dev libtessera-pq-dev libtessera-tls-dev)
   set(fields_${pkg} "${last_output}")
   run(dpkg-deb -c ${debs})
   set(contents_${pkg} "${last_output}")
-  string(FIND "${last_output}" "usr/share/doc/${pkg}/copyright" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${pkg} has no usr/share/doc/${pkg}/copyright:\n${last_output}")
-  endif()
+  ships(${pkg} "usr/share/doc/${pkg}/copyright")
 endforeach()
 
 # What each package depends on is what its library links.
@@ -49,31 +55,18 @@ endforeach()
 
 # The core package: the public headers, the library, the build files; no
 # private header (those beside sched/'s and sync/'s sources), no client.
-foreach(want IN ITEMS "usr/include/tessera/tessera.h" "usr/include/tessera/version.h"
-                      "usr/include/tessera/config.h" "usr/include/tessera/mutex.h"
-                      "usr/include/tessera/detail/cpu.h" "libtessera.a" "tesseraConfig.cmake"
-                      "tessera.pc" "usr/share/tessera/gdb/tessera-gdb.py")
-  string(FIND "${contents_libtessera-dev}" "${want}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "libtessera-dev lacks ${want}:\n${contents_libtessera-dev}")
-  endif()
-endforeach()
+ships(libtessera-dev "usr/include/tessera/tessera.h" "usr/include/tessera/version.h"
+                     "usr/include/tessera/config.h" "usr/include/tessera/mutex.h"
+                     "usr/include/tessera/detail/cpu.h" "libtessera.a" "tesseraConfig.cmake"
+                     "tessera.pc" "usr/share/tessera/gdb/tessera-gdb.py")
 foreach(unwanted IN ITEMS scheduler.h internal.h context.h stack.h trace.h poller.h
                           semaphore_errors.h pq.h tls.h)
   if(contents_libtessera-dev MATCHES "/${unwanted}\n")
     message(FATAL_ERROR "libtessera-dev ships ${unwanted}:\n${contents_libtessera-dev}")
   endif()
 endforeach()
-foreach(pair IN ITEMS "libtessera-pq-dev:usr/include/tessera/pq.h" "libtessera-pq-dev:libtessera_pq.a"
-                      "libtessera-tls-dev:usr/include/tessera/tls.h" "libtessera-tls-dev:libtessera_tls.a")
-  string(REPLACE ":" ";" pair "${pair}")
-  list(GET pair 0 pkg)
-  list(GET pair 1 want)
-  string(FIND "${contents_${pkg}}" "${want}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${pkg} lacks ${want}:\n${contents_${pkg}}")
-  endif()
-endforeach()
+ships(libtessera-pq-dev "usr/include/tessera/pq.h" "libtessera_pq.a")
+ships(libtessera-tls-dev "usr/include/tessera/tls.h" "libtessera_tls.a")
 
 # Would they install on this Debian? apt resolves every Depends (simulated).
 run(apt-get install -s ${all_debs})
