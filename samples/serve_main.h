@@ -35,8 +35,12 @@ class connection {
   explicit connection(tessera::net::tcp_stream s) : stream(std::move(s)) {}
   tessera::net::tcp_stream stream;
   /// The socket the stop interrupts, when a layer over `stream` (TLS) has
-  /// taken it over. Call between begin_request() and end_request() only.
-  void set_socket(tessera::io::descriptor& d) noexcept { socket_ = &d; }
+  /// taken it over; nullptr before that layer goes (a stop then interrupts
+  /// nothing: the connection is on its way out).
+  void set_socket(tessera::io::descriptor* d) {
+    std::lock_guard lock(socket_mu_);
+    socket_ = d;
+  }
   /// False if the server is stopping and has closed this idle connection:
   /// the caller drops what it read and returns.
   bool begin_request() noexcept {
@@ -49,16 +53,18 @@ class connection {
     return !g_stopping.load(std::memory_order_acquire);
   }
   /// The stop's side: closes the connection if it is idle (any thread).
-  void close_if_idle() noexcept {
+  void close_if_idle() {
     int idle = kIdle;
     if (state_.compare_exchange_strong(idle, kClosing, std::memory_order_acq_rel)) {
-      socket_->interrupt();  // its read ends with operation_canceled
+      std::lock_guard lock(socket_mu_);  // the socket stays while we interrupt it
+      if (socket_ != nullptr) socket_->interrupt();  // its read ends with operation_canceled
     }
   }
 
  private:
   static constexpr int kIdle = 0, kBusy = 1, kClosing = 2;
   std::atomic<int> state_{kIdle};
+  tessera::mutex socket_mu_;  // taken by the connection's fiber and by the stop
   tessera::io::descriptor* socket_ = &stream.descriptor();
 };
 

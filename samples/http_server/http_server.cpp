@@ -76,7 +76,12 @@ void serve(tessera::samples::connection& conn, std::chrono::seconds idle) {
   std::error_code ec;
   auto tls = tessera::tls::tls_stream::accept(*g_tls, std::move(conn.stream), ec,
                                               tessera::samples::idle_deadline(idle));
-  conn.set_socket(tls.next_layer().descriptor());
+  conn.set_socket(&tls.next_layer().descriptor());
+  // Before `tls` goes, so that a stop never interrupts a socket that has gone.
+  const struct forget_socket {
+    tessera::samples::connection& c;
+    ~forget_socket() { c.set_socket(nullptr); }
+  } forget{conn};
   if (ec || !conn.end_request()) return;
   tessera::samples::serve_http(conn, tls, idle, respond);
 }
