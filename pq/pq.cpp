@@ -314,17 +314,31 @@ result connection::execute_params(const std::string& name, const detail::params&
   return finish("execute");
 }
 
-batch connection::pipeline() {
-  return batch(*this);
+pipeline connection::pipeline() {
+  return pq::pipeline(*this);
 }
 
-// ---- batch ---------------------------------------------------------------------
-batch::batch(connection& c) : c_(c) {
-  if (c.c_ == nullptr) throw error(error_kind::usage, "tessera::pq::batch: not connected");
-  if (PQenterPipelineMode(c.c_) == 0) c.fail("batch");
+batch connection::batch() {
+  return pq::batch(*this);
 }
 
-batch::~batch() {
+// ---- pipelines -----------------------------------------------------------------
+// Both forms queue statements with libpq in pipeline mode and differ in where
+// the Sync messages go. A Sync ends the server's implicit transaction: after
+// each statement (pipeline), each commits alone and an error aborts only its
+// own; after all (batch), an error aborts the rest and rolls back the earlier
+// ones. libpq before 17 flushes at every PQpipelineSync, so the pipeline form
+// costs a send(2) per statement where the batch costs one.
+namespace detail {
+
+pipeline_base::pipeline_base(connection& c, const char* what, bool sync_each)
+    : c_(c), what_(what), sync_each_(sync_each) {
+  if (c.c_ == nullptr) {
+    throw error(error_kind::usage, std::string("tessera::pq::") + what + ": not connected");
+  }
+}
+
+pipeline_base::~pipeline_base() {
   if (c_.c_ != nullptr && queued_ == 0) (void)PQexitPipelineMode(c_.c_);
   // Statements queued but never run: the connection cannot leave pipeline
   // mode with them pending, so it is closed (ok() turns false).
@@ -335,45 +349,112 @@ batch::~batch() {
   }
 }
 
-void batch::query_params(std::string_view sql, const detail::params& p) {
-  c_.send_query(sql, p, "batch::query");
-  ++queued_;
+// Pipeline mode lasts from the first statement queued to the end of run(),
+// so the connection takes plain calls between runs.
+void pipeline_base::begin_statement() {
+  if (c_.c_ == nullptr) {
+    throw error(error_kind::usage, std::string("tessera::pq::") + what_ + ": not connected");
+  }
+  if (queued_ == 0 && PQenterPipelineMode(c_.c_) == 0) c_.fail(what_);
 }
 
-void batch::execute_params(const std::string& name, const detail::params& p) {
-  c_.send_prepared(name, p, "batch::execute");
+void pipeline_base::query_params(std::string_view sql, const params& p) {
+  begin_statement();
+  c_.send_query(sql, p, what_);
   ++queued_;
+  if (sync_each_) sync();
+}
+
+void pipeline_base::execute_params(const std::string& name, const params& p) {
+  begin_statement();
+  c_.send_prepared(name, p, what_);
+  ++queued_;
+  if (sync_each_) sync();
+}
+
+void pipeline_base::sync() {
+  if (PQpipelineSync(c_.c_) == 0) c_.fail(what_);
+}
+
+void pipeline_base::collect(std::size_t syncs, const std::function<void(pg_result*)>& each) {
+  try {
+    c_.flush(c_.deadline_);
+    while (syncs != 0) {
+      PGresult* r = c_.next_result(c_.deadline_);
+      if (r != nullptr && PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+        PQclear(r);
+        --syncs;
+        continue;
+      }
+      each(r);
+    }
+    // Every result is in: the connection is idle and leaves pipeline mode.
+    if (PQexitPipelineMode(c_.c_) == 0) c_.fail(what_);
+  } catch (const std::system_error& e) {
+    queued_ = 0;
+    if (!c_.ok()) c_.fail(what_);
+    c_.abandon(e.code(), what_);  // parks in the handler (see finish())
+  }
+  queued_ = 0;
+}
+
+}  // namespace detail
+
+const result& outcome::value() const& {
+  if (error_) throw *error_;
+  return value_;
+}
+
+result& outcome::value() & {
+  if (error_) throw *error_;
+  return value_;
+}
+
+const error& outcome::error() const {
+  if (!error_) {
+    throw pq::error(error_kind::usage, "tessera::pq::outcome::error: the statement succeeded");
+  }
+  return *error_;
+}
+
+std::vector<outcome> pipeline::run() {
+  std::vector<outcome> out;
+  out.reserve(queued_);
+  // A statement's results end with a nullptr, then its Sync comes back. The
+  // last result is the statement's (a failed one has only its error).
+  std::optional<outcome> current;
+  const std::size_t n = queued_;
+  if (n == 0) return out;
+  collect(n, [&](PGresult* r) {
+    if (r == nullptr) {
+      if (current) out.push_back(std::move(*current));
+      current.reset();
+    } else if (failed(r)) {
+      current.emplace(server_error(r, "pipeline::run"));
+      PQclear(r);
+    } else {
+      current.emplace(result(r));
+    }
+  });
+  return out;
 }
 
 std::vector<result> batch::run() {
   std::vector<result> out;
   out.reserve(queued_);
   std::optional<error> err;
-  if (PQpipelineSync(c_.c_) == 0) c_.fail("batch::run");
-  try {
-    c_.flush(c_.deadline_);
-    // Each statement's results end with a nullptr; the sync point ends all.
-    for (;;) {
-      PGresult* r = c_.next_result(c_.deadline_);
-      if (r == nullptr) continue;  // the end of one statement's results
-      const ExecStatusType st = PQresultStatus(r);
-      if (st == PGRES_PIPELINE_SYNC) {
-        PQclear(r);
-        break;
-      }
-      if (failed(r) && !err) err = server_error(r, "batch::run");
-      if (st != PGRES_PIPELINE_ABORTED && !failed(r)) {
-        out.emplace_back(r);
-      } else {
-        PQclear(r);
-      }
+  if (queued_ == 0) return out;
+  sync();
+  // Each statement's results end with a nullptr; the one Sync ends all.
+  collect(1, [&](PGresult* r) {
+    if (r == nullptr) return;
+    if (failed(r) && !err) err = server_error(r, "batch::run");
+    if (PQresultStatus(r) != PGRES_PIPELINE_ABORTED && !failed(r)) {
+      out.emplace_back(r);
+    } else {
+      PQclear(r);
     }
-  } catch (const std::system_error& e) {
-    queued_ = 0;
-    if (!c_.ok()) c_.fail("batch::run");
-    c_.abandon(e.code(), "batch::run");  // parks in the handler (see finish())
-  }
-  queued_ = 0;
+  });
   if (err) throw *err;
   return out;
 }

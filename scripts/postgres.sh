@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A private PostgreSQL server for the tests and benchmarks, on loopback only,
 # with TechEmpower's schema loaded (database hello_world, user
-# benchmarkdbuser, tables World and Fortune: samples/tfb_server/schema.sql).
+# benchmarkdbuser, tables World and Fortune: samples/tfb_server/schema.sql),
+# and two databases for the tests that count a database's transactions, each
+# used by that test alone: tessera_counts (empty) and tfb_counts (the schema).
 #
 #   scripts/postgres.sh start DIR   # initdb in DIR, start, load; prints the conninfo
 #   scripts/postgres.sh stop DIR    # stops it and removes DIR
@@ -44,8 +46,11 @@ case "$cmd" in
       { cat "$dir/server.log" >&2; exit 1; }
     psql_() { as_owner psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
     psql_ -d postgres -c "CREATE USER benchmarkdbuser WITH PASSWORD 'benchmarkdbpass'" \
-          -c "CREATE DATABASE hello_world OWNER benchmarkdbuser ENCODING 'UTF8'"
+          -c "CREATE DATABASE hello_world OWNER benchmarkdbuser ENCODING 'UTF8'" \
+          -c "CREATE DATABASE tessera_counts OWNER benchmarkdbuser" \
+          -c "CREATE DATABASE tfb_counts OWNER benchmarkdbuser ENCODING 'UTF8'"
     psql_ -d hello_world -f - <"$here/samples/tfb_server/schema.sql"
+    psql_ -d tfb_counts -f - <"$here/samples/tfb_server/schema.sql"
     info="host=127.0.0.1 port=$port dbname=hello_world user=benchmarkdbuser password=benchmarkdbpass sslmode=disable"
     echo "$info" >"$dir/conninfo"
     echo "$info"

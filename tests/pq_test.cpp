@@ -1,6 +1,7 @@
 // tessera::pq against a private PostgreSQL server (scripts/postgres.sh, started
 // by the ctest fixture; its conninfo is in the file TESSERA_PQ_CONNINFO_FILE
-// names): typed results, SQLSTATE errors, prepared statements, pipelines,
+// names): typed results, SQLSTATE errors, prepared statements, pipelines
+// (a Sync per statement) and batches (one transaction),
 // deadlines and stop tokens that cancel on the server, a query parking only
 // its fiber, the pool's bound, FIFO wait and replacement of broken
 // connections — in threads and in fibers on 1 and 2 workers.
@@ -131,31 +132,137 @@ TEST_P(PqIn, PreparedStatementsAndPipelinesKeepOrder) {
     auto c = pq::connection::connect(conninfo());
     c.prepare("world", "SELECT id, randomNumber FROM World WHERE id = $1");
     EXPECT_EQ(c.execute("world", 17).get<int>(0, 0), 17);
-    auto b = c.pipeline();
-    for (int id = 1; id <= 50; ++id) b.execute("world", id * 7);
-    b.query("SELECT count(*) FROM Fortune");
-    const auto rs = b.run();
+    auto p = c.pipeline();
+    for (int id = 1; id <= 50; ++id) p.execute("world", id * 7);
+    p.query("SELECT count(*) FROM Fortune");
+    EXPECT_EQ(p.size(), 51u);
+    const auto rs = p.run();
     ASSERT_EQ(rs.size(), 51u);
     for (int i = 0; i < 50; ++i) {
-      EXPECT_EQ(rs[i].get<int>(0, 0), (i + 1) * 7);
-      const int n = rs[i].get<int>(0, 1);
+      EXPECT_EQ(rs[i].value().get<int>(0, 0), (i + 1) * 7);
+      const int n = rs[i].value().get<int>(0, 1);
       EXPECT_TRUE(n >= 1 && n <= 10000) << n;
     }
-    EXPECT_EQ(rs[50].get<int>(0, 0), 12);
-    // An error in the middle: the first error is thrown, later statements
-    // are skipped, and the connection serves on (in and out of a pipeline).
-    b.execute("world", 1);
+    EXPECT_EQ(rs[50].value().get<int>(0, 0), 12);
+    EXPECT_EQ(p.size(), 0u);
+    EXPECT_TRUE(p.run().empty());
+    // The same in a batch, reused after run().
+    auto b = c.batch();
+    for (int round = 0; round < 2; ++round) {
+      for (int id = 1; id <= 20; ++id) b.execute("world", id);
+      const auto bs = b.run();
+      ASSERT_EQ(bs.size(), 20u);
+      for (int i = 0; i < 20; ++i) EXPECT_EQ(bs[i].get<int>(0, 0), i + 1);
+    }
+  });
+}
+
+// A failing statement in the middle: in a pipeline it has its own error and
+// the others run and commit; in a batch it throws, the later statements are
+// skipped and the earlier ones' changes rolled back. Both connections serve on.
+TEST_P(PqIn, APipelineRunsPastAFailureABatchRollsBack) {
+  run_one(GetParam(), [] {
+    auto c = pq::connection::connect(conninfo());
+    c.query("CREATE TEMP TABLE t (n int)");
+    auto p = c.pipeline();
+    p.query("INSERT INTO t VALUES (1)");
+    p.query("SELECT 1/0");
+    p.query("INSERT INTO t VALUES (2)");
+    p.query("SELECT * FROM no_such_table");
+    p.query("SELECT count(*) FROM t");
+    auto os = p.run();
+    ASSERT_EQ(os.size(), 5u);
+    EXPECT_TRUE(os[0].has_value());
+    EXPECT_EQ(os[0].value().affected_rows(), 1u);
+    ASSERT_FALSE(os[1].has_value());
+    EXPECT_EQ(os[1].error().sqlstate(), "22012");  // division_by_zero
+    EXPECT_NE(std::string(os[1].error().what()).find("tessera::pq::pipeline::run"),
+              std::string::npos)
+        << os[1].error().what();
+    EXPECT_TRUE(os[2].has_value());
+    ASSERT_FALSE(os[3]);
+    EXPECT_EQ(os[3].error().sqlstate(), "42P01");  // undefined_table
+    EXPECT_EQ(os[4].value().get<int>(0, 0), 2);
+    // value() of a failed statement throws its error; error() of a
+    // successful one is misuse.
+    try {
+      (void)os[1].value();
+      ADD_FAILURE() << "value() of a failed statement returned";
+    } catch (const pq::error& e) {
+      EXPECT_EQ(e.sqlstate(), "22012");
+    }
+    EXPECT_THROW((void)os[0].error(), pq::error);
+
+    auto b = c.batch();
+    b.query("INSERT INTO t VALUES (3)");
     b.query("SELECT 1/0");
-    b.query("SELECT * FROM no_such_table");
+    b.query("INSERT INTO t VALUES (4)");
     try {
       (void)b.run();
       ADD_FAILURE() << "no error";
     } catch (const pq::error& e) {
-      EXPECT_EQ(e.sqlstate(), "22012");  // division_by_zero
+      EXPECT_EQ(e.kind(), pq::error_kind::server);
+      EXPECT_EQ(e.sqlstate(), "22012");
     }
-    b.execute("world", 3);
-    EXPECT_EQ(b.run().at(0).get<int>(0, 0), 3);
+    EXPECT_EQ(c.query("SELECT count(*) FROM t").get<int>(0, 0), 2);  // 3 undone, 4 skipped
+    b.query("INSERT INTO t VALUES (5)");
+    EXPECT_EQ(b.run().size(), 1u);
+    EXPECT_EQ(c.query("SELECT count(*) FROM t").get<int>(0, 0), 3);
   });
+}
+
+// The server's own count (pg_stat_database.xact_commit of a database no
+// other client uses): a pipeline of N statements commits N transactions, a
+// batch of N one, beside a session that does nothing.
+TEST(Pq, APipelineCommitsEachStatementABatchCommitsOnce) {
+  // The observer reads from another database, so its own commits are not counted.
+  auto observer = pq::connection::connect(conninfo());
+  const auto commits = [&] {
+    return observer
+        .query("SELECT xact_commit FROM pg_stat_database WHERE datname = 'tessera_counts'")
+        .get<long long>(0, 0);
+  };
+  // What a session of its own running `work` commits. A backend's counts
+  // reach pg_stat_database when it flushes them, at the latest as it exits,
+  // which is before it leaves pg_stat_activity.
+  const auto committed_by = [&](const std::function<void(pq::connection&)>& work) {
+    const long long before = commits();
+    int pid = 0;
+    {
+      auto c = pq::connection::connect(conninfo() + " dbname=tessera_counts");
+      pid = c.query("SELECT pg_backend_pid()").get<int>(0, 0);
+      work(c);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (observer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)
+               .get<int>(0, 0) != 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        ADD_FAILURE() << "backend " << pid << " did not exit within 10 s";
+        break;
+      }
+      std::this_thread::sleep_for(1ms);  // the server's state, polled with a bound
+    }
+    return commits() - before;
+  };
+  constexpr int kStatements = 20;
+  const long long idle = committed_by([](pq::connection&) {});
+  EXPECT_EQ(committed_by([&](pq::connection& c) {
+              auto p = c.pipeline();
+              for (int i = 0; i < kStatements; ++i) p.query("SELECT $1::int", i);
+              EXPECT_EQ(p.run().size(), static_cast<std::size_t>(kStatements));
+            }) - idle,
+            kStatements);
+  EXPECT_EQ(committed_by([&](pq::connection& c) {
+              auto b = c.batch();
+              for (int i = 0; i < kStatements; ++i) b.query("SELECT $1::int", i);
+              EXPECT_EQ(b.run().size(), static_cast<std::size_t>(kStatements));
+            }) - idle,
+            1);
+  // The same statements sent one at a time: what the pipeline stands for.
+  EXPECT_EQ(committed_by([&](pq::connection& c) {
+              for (int i = 0; i < kStatements; ++i) (void)c.query("SELECT $1::int", i);
+            }) - idle,
+            kStatements);
 }
 
 TEST_P(PqIn, DeadlineCancelsOnTheServerNeverEarly) {

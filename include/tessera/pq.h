@@ -27,10 +27,17 @@
 //   sends the server a cancel request (PQcancel), waits up to 5 s for the
 //   server to stop (the connection then stays usable), and throws pq::error
 //   of kind timed_out or canceled. A call never times out before its deadline.
-// - Pipelines (PostgreSQL 14+): batch queues several statements and run()
-//   sends them together, so N queries cost one round trip; results come back
-//   in order. If one fails, the later ones are not run (the server skips them)
-//   and run() throws the first error.
+// - Pipelines (PostgreSQL 14+) send N queued statements together: one round
+//   trip, results in order. Two forms, told apart by their transactions:
+//   · pipeline (conn.pipeline()): independent statements, a Sync after each.
+//     Each runs in its own implicit transaction and has its own result or
+//     error (pq::outcome); a failing one skips and undoes nothing. The same
+//     statements sent one at a time would do the same. TechEmpower's General
+//     Requirement #7 asks for this form ("each query must be separated by a
+//     Sync message").
+//   · batch (conn.batch()): one Sync after all, so all run as one implicit
+//     transaction: if one fails, the later ones are skipped, the earlier
+//     ones' changes are rolled back, and run() throws the first error.
 // - pool: at most `size` connections, opened lazily. take() waits (FIFO, on
 //   tessera::counting_semaphore) while all are lent; a lease gives its
 //   connection back when destroyed, and a broken connection (ok() false, or
@@ -168,7 +175,11 @@ class params {
 };
 }  // namespace detail
 
+class pipeline;
 class batch;
+namespace detail {
+class pipeline_base;
+}
 
 /// A connection to a PostgreSQL server.
 class connection {
@@ -203,8 +214,10 @@ class connection {
     const detail::params p(args...);
     return execute_params(name, p);
   }
-  /// A pipeline on this connection (see batch).
-  batch pipeline();
+  /// Independent statements pipelined, a Sync after each (see pq::pipeline).
+  pq::pipeline pipeline();
+  /// Statements pipelined as one implicit transaction (see pq::batch).
+  pq::batch batch();
 
   /// The deadline of every later call (max(): none).
   void set_deadline(io::clock::time_point t) noexcept { deadline_ = t; }
@@ -217,7 +230,7 @@ class connection {
   pg_conn* native_handle() const noexcept { return c_; }
 
  private:
-  friend class batch;
+  friend class detail::pipeline_base;
   result query_params(std::string_view sql, const detail::params& p);
   result execute_params(const std::string& name, const detail::params& p);
   /// Queues a statement with libpq (PQsendQueryParams / PQsendQueryPrepared).
@@ -242,39 +255,110 @@ class connection {
   std::stop_token stop_;
 };
 
-/// A pipeline: statements queued with query()/execute(), sent together by
-/// run(), which returns their results in order.
-///
-///   auto b = conn.pipeline();
-///   for (int id : ids) b.execute("world", id);
-///   std::vector<pq::result> rs = b.run();
-class batch {
+namespace detail {
+/// What pipeline and batch share: statements queued with libpq in pipeline
+/// mode, which lasts from the first queued to the end of run() (the
+/// connection takes other calls before and after). One pipeline or batch at
+/// a time per connection.
+class pipeline_base {
  public:
-  explicit batch(connection& c);
-  /// Leaves pipeline mode; results not collected by run() are discarded.
-  ~batch();
-  batch(const batch&) = delete;
-  batch& operator=(const batch&) = delete;
+  pipeline_base(const pipeline_base&) = delete;
+  pipeline_base& operator=(const pipeline_base&) = delete;
 
+  /// Queues a statement with parameters $1, $2, …
   template <class... Args>
   void query(std::string_view sql, const Args&... args) {
-    const detail::params p(args...);
+    const params p(args...);
     query_params(sql, p);
   }
+  /// Queues the prepared statement `name`.
   template <class... Args>
   void execute(const std::string& name, const Args&... args) {
-    const detail::params p(args...);
+    const params p(args...);
     execute_params(name, p);
   }
-  /// Sends everything queued and collects the results. Throws the first
-  /// statement's error; the batch may be reused after it returns.
-  std::vector<result> run();
+  /// Statements queued and not yet run.
+  std::size_t size() const noexcept { return queued_; }
+
+ protected:
+  /// Enters pipeline mode (`sync_each`: a Sync after every statement).
+  /// Throws pq::error (usage) if `c` is not connected.
+  pipeline_base(connection& c, const char* what, bool sync_each);
+  /// Leaves pipeline mode. Statements queued but never run leave the
+  /// connection unable to leave it: it is closed (ok() turns false).
+  ~pipeline_base();
+  /// Queues a Sync message (PQpipelineSync).
+  void sync();
+  /// Before a statement is queued: enters pipeline mode at the first.
+  void begin_statement();
+  /// Sends what is queued; `each` gets every result (nullptr between
+  /// statements) until `syncs` Sync points have come back. On a failed wait
+  /// (deadline, stop token) cancels on the server and throws.
+  void collect(std::size_t syncs, const std::function<void(pg_result*)>& each);
+
+  connection& c_;
+  const char* what_;
+  bool sync_each_;
+  std::size_t queued_ = 0;
 
  private:
-  void query_params(std::string_view sql, const detail::params& p);
-  void execute_params(const std::string& name, const detail::params& p);
-  connection& c_;
-  std::size_t queued_ = 0;
+  void query_params(std::string_view sql, const params& p);
+  void execute_params(const std::string& name, const params& p);
+};
+}  // namespace detail
+
+/// One statement's outcome in a pipeline: its result, or the server's error
+/// for it (as std::expected<result, error> would hold them).
+class outcome {
+ public:
+  explicit outcome(result r) noexcept : value_(std::move(r)) {}
+  explicit outcome(pq::error e) : error_(std::move(e)) {}
+  bool has_value() const noexcept { return !error_.has_value(); }
+  explicit operator bool() const noexcept { return has_value(); }
+  /// The result; throws the statement's pq::error if it failed.
+  const result& value() const&;
+  result& value() &;
+  /// The statement's error. Precondition: !has_value() (else throws
+  /// pq::error, usage).
+  const pq::error& error() const;
+
+ private:
+  result value_;
+  std::optional<pq::error> error_;
+};
+
+/// Independent statements pipelined: a Sync after each, so each runs in its
+/// own implicit transaction, as if sent alone, in one round trip.
+///
+///   auto p = conn.pipeline();
+///   for (int id : ids) p.execute("world", id);
+///   for (pq::outcome& o : p.run()) use(o.value());  // value() throws its error
+///
+/// A failing statement has its error in its outcome; the others run, commit
+/// and return their results. run() throws only what ends the whole pipeline
+/// (the connection broke, the deadline or stop token: pq::error of kind
+/// connection, timed_out or canceled). The pipeline may be reused after run().
+class pipeline : public detail::pipeline_base {
+ public:
+  explicit pipeline(connection& c) : pipeline_base(c, "pipeline", true) {}
+  /// Sends everything queued; one outcome per statement, in order.
+  std::vector<outcome> run();
+};
+
+/// Statements pipelined as one implicit transaction: one Sync after all.
+///
+///   auto b = conn.batch();
+///   b.execute("update_world", n, id);  …
+///   std::vector<pq::result> rs = b.run();
+///
+/// If a statement fails, the server skips the later ones and rolls back the
+/// earlier ones' changes; run() throws that first error. The batch may be
+/// reused after run().
+class batch : public detail::pipeline_base {
+ public:
+  explicit batch(connection& c) : pipeline_base(c, "batch", false) {}
+  /// Sends everything queued and collects the results.
+  std::vector<result> run();
 };
 
 /// A bounded pool of connections to one server (see the contract above).

@@ -4,7 +4,8 @@ PostgreSQL of the ctest fixture: every test type's body, headers and query
 clamping; pipelined plaintext; rows that match the database; updates that
 reach it; HTML escaping and UTF-8 in fortunes; a Date that changes each
 second; a database error answered with 500 while the rest serves on; many
-concurrent requests; a graceful stop.
+concurrent requests; a graceful stop; a committed transaction per statement
+(General Requirement #7, counted by the server in pg_stat_database).
 
 Usage: types_test.py path/to/tfb_server path/to/conninfo
 """
@@ -206,5 +207,34 @@ try:
         fail(f"/json beside a dead database: {status}")
 finally:
     stop(proc)
+# General Requirement #7: a Sync, and so a transaction, per statement. The
+# server's count (pg_stat_database.xact_commit) of a database only this
+# server uses; its backends flush their counts as they exit, at the stop.
+counts = re.sub(r"dbname=\S+", "dbname=tfb_counts", conninfo)
+requests = 10
+for path, per_request in (("/queries?queries=20", 20), ("/updates?queries=20", 21)):
+    before = int(psql("SELECT xact_commit FROM pg_stat_database WHERE datname = 'tfb_counts'"))
+    proc, port = start(counts)
+    try:
+        for _ in range(requests):
+            status, _, body = get(port, path)
+            if status != 200:
+                fail(f"{path} on tfb_counts: {status} {body!r}")
+    finally:
+        stop(proc)
+    deadline = time.monotonic() + 10
+    while int(psql("SELECT count(*) FROM pg_stat_activity WHERE datname = 'tfb_counts'")) != 0:
+        if time.monotonic() > deadline:
+            fail("the server's database sessions did not end within 10 s of its stop")
+        time.sleep(0.01)
+    committed = int(psql("SELECT xact_commit FROM pg_stat_database "
+                         "WHERE datname = 'tfb_counts'")) - before
+    if committed < requests * per_request:
+        fail(f"{requests} x {path} committed {committed} transactions; the rule asks for "
+             f"at least {per_request} a request")
+    print(f"{requests} x {path}: {committed} transactions committed "
+          f"(at least {requests * per_request})")
+
 print("tfb_server: plaintext (pipelined), json, db, queries, fortunes, updates to the "
-      "requirements; clamping, escaping, Date, a dead database, 200 concurrent requests")
+      "requirements; clamping, escaping, Date, a dead database, 200 concurrent requests, "
+      "a transaction per statement")
