@@ -14,8 +14,11 @@
       peers (a title marked ↓ is a cost: there a ratio below 1 is Tessera's
       win), and the .dat that bench/plots/netbench.gp draws.
   bench/bench_tables.py tfbbench out/tfbbench.csv plot.dat
-      tfbbench's table (requests/s per test type, ratios to the Go peers, where
-      the CPU went) and the .dat that bench/plots/tfbbench.gp draws.
+      tfbbench's tables (per test type and level: each server's median
+      requests/s of three runs with their spread, Tessera's ratio to each
+      peer, CPU per request of server and database), the headline ratios at
+      256 connections, the response sizes, and the .dat that
+      bench/plots/tfbbench.gp draws.
 
 A figure recorded as "failed" (non-2xx answers, socket errors, fewer
 connections open than asked) prints as "failed" and gives no ratio.
@@ -172,15 +175,17 @@ def netbench(path, dat):
             print(f"timed reads (a deadline on every read) at {point} connections: {t:.0f} against "
                   f"{u:.0f} requests/s without: {(t / u - 1) * 100:+.1f}%")
     print()
-    table("HTTP requests/s", "http", ["tessera", "go", "nginx", "threads"], ["nginx", "go", "threads"])
+    table("response bytes", "bytes", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"], [])
+    table("HTTP requests/s", "http", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"],
+          ["nginx", "go", "fasthttp", "beast", "threads"])
     table("HTTPS requests/s", "https", ["tessera", "go", "nginx"], ["nginx", "go"])
     for q in ("p50", "p99", "p99.9"):
         table(f"open loop {q} us ↓", f"open-loop-{q}", ["tessera", "go", "nginx"], ["nginx", "go"])
     table("echo round trips/s", "echo", ["tessera", "go", "threads", "ceiling"], ["go", "ceiling", "threads"])
     # CPU per request: ticks / requests, per server.
     for kind, unit, servers, peers in (
-            ("http", "requests", ["tessera", "tessera-uring", "nginx", "go", "fasthttp", "threads"],
-             ["nginx", "go", "fasthttp"]),
+            ("http", "requests", ["tessera", "tessera-uring", "nginx", "go", "fasthttp", "beast",
+                                  "threads"], ["nginx", "go", "fasthttp", "beast"]),
             ("echo", "round-trips", ["tessera", "tessera-uring", "go", "threads"], ["go"])):
         for r in [r for r in rows if r["section"] == f"cpu-{kind}-ticks"]:
             n = number(val[(f"cpu-{kind}-{unit}", r["point"])].get(r["server"]))
@@ -203,25 +208,94 @@ def netbench(path, dat):
                         "\n")
 
 
+TFB_SERVERS = ("tessera", "nethttp", "fasthttp", "beast")
+TFB_NAMES = {"tessera": "Tessera", "nethttp": "net/http", "fasthttp": "fasthttp", "beast": "Beast"}
+
+
+def median_spread(values):
+    """The median of a point's runs and their spread (max-min over median),
+    or (None, None) if any run failed."""
+    if not values or any(v is None for v in values):
+        return None, None
+    v = sorted(values)
+    m = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return m, ((v[-1] - v[0]) / m if m else 0.0)
+
+
 def tfbbench(path, dat):
     rows = list(csv.DictReader(open(path)))
-    by = {(r["server"], r["type"], r["connections"]): r for r in rows}
-    servers = ("tessera", "nethttp", "fasthttp")
-    print(f"{'type':<10} {'conns':>5} {'tessera':>9} {'net/http':>9} {'fasthttp':>9} {'/net/http':>9} "
-          f"{'/fasthttp':>9}   CPU s: server/db/wrk (tessera | net/http | fasthttp)")
+    runs = collections.defaultdict(list)   # (type, queries, conns, server) -> [rps]
+    cpu = collections.defaultdict(lambda: [0.0, 0.0, 0.0])  # same key -> CPU s of server, db, wrk
+    requests = collections.defaultdict(float)
+    size = {}
     for r in rows:
-        if r["server"] != "tessera":
-            continue
-        k = (r["type"], r["connections"])
-        t, g, f = (number(by[(s,) + k]["requests_per_s"]) for s in servers)
-        cpu = " | ".join("/".join(by[(s,) + k][c] for c in ("server_cpu_s", "db_cpu_s", "wrk_cpu_s"))
-                         for s in servers)
-        print(f"{k[0]:<10} {k[1]:>5} {shown(t):>9} {shown(g):>9} {shown(f):>9} {ratio(t, g):>9} "
-              f"{ratio(t, f):>9}   {cpu}")
+        k = (r["type"], int(r["queries"]), int(r["connections"]), r["server"])
+        v = number(r["requests_per_s"])
+        runs[k].append(v)
+        size[(r["server"], r["type"])] = r["bytes"]
+        if v is not None:
+            requests[k] += v * float(r["seconds"])
+            for i, c in enumerate(("server_cpu_s", "db_cpu_s", "wrk_cpu_s")):
+                cpu[k][i] += float(r[c])
+    points = list(dict.fromkeys(k[:3] for k in runs))
+    med = {k: median_spread(v) for k, v in runs.items()}
+
+    def servers_of(t):
+        return [s for s in TFB_SERVERS if any(k[0] == t and k[3] == s for k in runs)]
+
+    def table(t, key_name, keys):
+        ss = servers_of(t)
+        peers = [s for s in ss if s != "tessera"]
+        head = f"{t:<10} {key_name:>7}" + "".join(f" {TFB_NAMES[s]:>16}" for s in ss)
+        head += "".join(f" {'/' + TFB_NAMES[s]:>10}" for s in peers)
+        print(head + "   µs CPU/request, server+db: " + " | ".join(TFB_NAMES[s] for s in ss))
+        for p in keys:
+            line = f"{'':<10} {p[1] if key_name == 'queries' else p[2]:>7}"
+            for s in ss:
+                m, sp = med.get(p + (s,), (None, None))
+                line += f" {shown(m):>9} ±{sp * 100:>3.0f}%" if m is not None else f" {'failed':>16}"
+            t_m = med.get(p + ("tessera",), (None,))[0]
+            for s in peers:
+                line += f" {ratio(t_m, med.get(p + (s,), (None,))[0]):>10}"
+            per = []
+            for s in ss:
+                k = p + (s,)
+                n = requests.get(k, 0.0)
+                per.append(f"{cpu[k][0] / n * 1e6:.0f}+{cpu[k][1] / n * 1e6:.0f}" if n else "-")
+            print(line + "   " + " | ".join(per))
+        print()
+
+    print("Requests/s: the median of 3 runs ± their spread; ratios are Tessera's to each peer.")
+    for t in dict.fromkeys(p[0] for p in points):
+        keys = [p for p in points if p[0] == t]
+        table(t, "queries" if keys[0][1] > 0 else "conns", keys)
+
+    # The headline: 256 connections (and 20 queries), plaintext on its own row.
+    def headline(t):
+        ps = [p for p in points if p[0] == t and p[2] == 256 and p[1] in (0, 20)]
+        return ps[0] if ps else None
+    print("At 256 connections (queries and updates: 20 queries), Tessera's ratio to each peer:")
+    print(f"{'type':<22}" + "".join(f" {'/' + TFB_NAMES[s]:>10}" for s in TFB_SERVERS[1:]))
+    order = [t for t in ("json", "db", "queries", "fortunes", "updates", "plaintext")
+             if headline(t) is not None]
+    for t in order:
+        p = headline(t)
+        t_m = med.get(p + ("tessera",), (None,))[0]
+        label = t + (" (pipelined 16)" if t == "plaintext" else "")
+        cells = []
+        for s in TFB_SERVERS[1:]:
+            cells.append(ratio(t_m, med[p + (s,)][0]) if p + (s,) in med else "")
+        print(f"{label:<22}" + "".join(f" {c:>10}" for c in cells))
+    print()
+    print("Response bytes (headers and body, /queries and /updates at 20 rows):")
+    for t in dict.fromkeys(p[0] for p in points):
+        print(f"  {t:<10}" + "".join(f" {TFB_NAMES[s]} {size[(s, t)]}" for s in servers_of(t)))
     with open(dat, "w") as out:
-        for t in dict.fromkeys(r["type"] for r in rows):
-            vals = [number(by.get((s, t, "256"), {}).get("requests_per_s")) for s in servers]
-            out.write(t + " " + " ".join(plotted(v) for v in vals) + "\n")
+        for t in order:
+            p = headline(t)
+            vals = [med.get(p + (s,), (None,))[0] for s in TFB_SERVERS]
+            label = "plaintext (pipelined 16)" if t == "plaintext" else t
+            out.write(f'"{label}" ' + " ".join(plotted(v) for v in vals) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # HTTP servers side by side on this machine: Tessera's samples/http_server,
-# nginx (nginx-light, `return 200`), Go's net/http (bench/peers) and a
+# nginx (nginx-light, `return 200`), Go's net/http and fasthttp (bench/peers),
+# Boost.Beast with C++20 coroutines (bench/peers/beast) and a
 # std::thread-per-connection server (bench/thread_server, the baseline), each
 # pinned to core 0 with one worker/process/GOMAXPROCS=1, wrk pinned to core 1.
 # - HTTP requests/s at 100 and 1,000 keep-alive connections (wrk), and latency
-#   percentiles at a fixed rate from bench/loadgen's open loop;
+#   percentiles at a fixed rate from bench/loadgen's open loop; every server
+#   sends Server, Date, Content-Type and Content-Length with the 13-byte body
+#   (each one's response size is printed);
 # - HTTPS requests/s the same way (keep-alive: one handshake per connection)
 #   against nginx and Go with TLS: one certificate (ECDSA P-256, made by
 #   scripts/make_certs.sh), TLS 1.3 with TLS_AES_128_GCM_SHA256 on all three;
@@ -14,8 +17,8 @@
 #   (thread_server --mode epoll-echo; it runs alone, as it spins);
 # - the server's own CPU per request and per echo round trip at a fixed
 #   offered rate every server holds (loadgen's open loop): utime+stime from
-#   /proc/PID/stat over the window, for nginx, Go's net/http, fasthttp, the
-#   thread-per-connection baseline, and Tessera on epoll and on io_uring;
+#   /proc/PID/stat over the window, for nginx, Go's net/http, fasthttp, Beast,
+#   the thread-per-connection baseline, and Tessera on epoll and on io_uring;
 # - server RSS per idle connection with 10,000 of them open.
 # out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
 #   bench/netbench.sh [--seconds S]      (default 10 s per point)
@@ -32,7 +35,7 @@ while (($#)); do
 done
 scripts/setup.sh wrk nginx-light golang-go golang-github-valyala-fasthttp-dev
 cmake --preset release > /dev/null
-cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen thread_server > /dev/null
+cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen thread_server beast_hello > /dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p out
 work="$(mktemp -d)"
@@ -96,6 +99,7 @@ start tessera-tls 18443 build/release/samples/http_server --port 18443 --workers
 GOMAXPROCS=1 start go-tls 18444 "$work/http_hello" -port 18444 -cert "$work/certs/server.pem" \
   -key "$work/certs/server.key"
 GOMAXPROCS=1 start fasthttp 18086 "$work/fasthttp_hello" -port 18086
+start beast 18087 build/release/bench/beast_hello --port 18087
 TESSERA_IO_BACKEND=io_uring start tessera-uring 18085 build/release/samples/http_server --port 18085 --workers 1 --idle-timeout 30
 start nginx 18082 nginx -c "$work/nginx.conf" -e "$work/nginx-error.log"
 start tessera-echo 17080 build/release/samples/echo_server --port 17080 --workers 1 --idle-timeout 600
@@ -121,8 +125,16 @@ wrk_rps() {
   fi
 }
 
+# What each server sends for the same request: bytes of headers and body.
+for server in tessera:18080 go:18081 fasthttp:18086 beast:18087 nginx:18082 threads:18084; do
+  name="${server%%:*}"; port="${server##*:}"
+  read -r hb bb < <(curl -s -o /dev/null -w '%{size_header} %{size_download}' "http://127.0.0.1:$port/")
+  row bytes "$name" response "$((hb + bb))" bytes
+done
+
 for conns in 100 1000; do
-  for server in tessera:18080 tessera-nodeadline:18083 go:18081 nginx:18082 threads:18084; do
+  for server in tessera:18080 tessera-nodeadline:18083 go:18081 fasthttp:18086 beast:18087 nginx:18082 \
+                threads:18084; do
     name="${server%%:*}"; port="${server##*:}"
     echo "netbench: $name, $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" --latency "http://127.0.0.1:$port/")"
@@ -197,7 +209,8 @@ tree_cpu() {  # clock ticks of a process and its children
 }
 hz=$(getconf CLK_TCK)
 cpu_rate=20000
-for server in tessera:18080 tessera-uring:18085 nginx:18082 go:18081 fasthttp:18086 threads:18084; do
+for server in tessera:18080 tessera-uring:18085 nginx:18082 go:18081 fasthttp:18086 beast:18087 \
+              threads:18084; do
   name="${server%%:*}"; port="${server##*:}"; pid_var="pid_${name//-/_}"
   echo "netbench: CPU per request, $name, $cpu_rate requests/s ..."
   c0=$(tree_cpu "${!pid_var}")

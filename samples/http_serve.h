@@ -16,6 +16,7 @@
 #include <tessera/net.h>
 
 #include <chrono>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -46,13 +47,32 @@ struct http_request {
   bool keep_alive;       ///< false: the response must say "Connection: close"
 };
 
-/// Appends a whole response to `out`: status line, the headers given, a
-/// Content-Length and, when !keep_alive, "Connection: close".
+/// "Date: …\r\n" (RFC 9110's IMF-fixdate) for this second, cached per thread.
+inline const std::string& date_header() {
+  thread_local std::time_t cached = 0;
+  thread_local std::string header;
+  const std::time_t now = std::time(nullptr);
+  if (now != cached) {
+    cached = now;
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[64];
+    const std::size_t n =
+        std::strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+    header.assign(buf, n);
+  }
+  return header;
+}
+
+/// Appends a whole response to `out`: status line, Server and Date (as
+/// nginx sends them), the headers given, a Content-Length and, when
+/// !keep_alive, "Connection: close".
 inline void append_response(std::string& out, std::string_view status, std::string_view headers,
                             std::string_view body, bool keep_alive) {
   out += "HTTP/1.1 ";
   out += status;
-  out += "\r\n";
+  out += "\r\nServer: tessera\r\n";
+  out += date_header();
   out += headers;
   out += "Content-Length: ";
   out += std::to_string(body.size());

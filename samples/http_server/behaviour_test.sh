@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Drives http_server over loopback with bash's /dev/tcp: keep-alive,
+# Drives http_server over loopback with bash's /dev/tcp: keep-alive, Server
+# and Date headers,
 # pipelining, 404, Connection: close, 400 on malformed input (and the server
 # keeps serving others), 431 and 413 over the limits, 400 for ambiguous
 # framing, a client that goes away mid-request, and a graceful
@@ -24,6 +25,9 @@ r="$(exchange 'GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nCon
 [ "$(grep -c 'HTTP/1.1 200 OK' <<<"$r")" = 2 ] || fail "keep-alive: want two 200s, got: $r"
 grep -q 'Connection: close' <<<"$r" || fail "keep-alive: the closing response must say so"
 grep -q 'Hello, World!' <<<"$r" || fail "no body"
+grep -q $'^Server: tessera\r$' <<<"$r" || fail "no Server header: $r"
+grep -qE $'^Date: [A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT\r$' <<<"$r" ||
+  fail "no Date header in IMF-fixdate form: $r"
 
 r="$(exchange 'GET /nope HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')"
 first="$(grep -m1 '^HTTP/1.1' <<<"$r")"

@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -41,28 +40,9 @@ using tessera::samples::http_request;
 
 std::optional<pq::pool> g_db;
 
-/// "Date: …\r\n" for this second, cached per worker thread.
-const std::string& date_header() {
-  thread_local std::time_t cached = 0;
-  thread_local std::string header;
-  const std::time_t now = std::time(nullptr);
-  if (now != cached) {
-    cached = now;
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[64];
-    const std::size_t n =
-        std::strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-    header.assign(buf, n);
-  }
-  return header;
-}
-
 void reply(std::string& out, std::string_view status, std::string_view content_type,
            std::string_view body, bool keep_alive) {
-  std::string headers = "Server: tessera\r\n";
-  headers += date_header();
-  headers += "Content-Type: ";
+  std::string headers = "Content-Type: ";
   headers += content_type;
   headers += "\r\n";
   append_response(out, status, headers, body, keep_alive);

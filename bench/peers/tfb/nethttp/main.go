@@ -1,5 +1,7 @@
-// The Go net/http peer of samples/tfb_server (bench/tfbbench.sh): the six
-// TechEmpower test types on net/http, database/sql and lib/pq.
+// The Go net/http peer of samples/tfb_server (bench/tfbbench.sh), written as
+// TechEmpower's go-std entry is: the six test types on net/http,
+// database/sql + lib/pq with prepared statements, html/template and
+// encoding/json of structs.
 //
 //	tfb_nethttp -port 8081 -db "host=127.0.0.1 …" -pool 16
 package main
@@ -23,7 +25,7 @@ func main() {
 		send(w, "text/plain", []byte("Hello, World!"))
 	})
 	http.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
-		send(w, "application/json", world.JSON(map[string]string{"message": "Hello, World!"}))
+		send(w, "application/json", world.JSON(world.Message{Message: "Hello, World!"}))
 	})
 	// rows answers with rows as JSON (a single object for /db), or 500.
 	rows := func(w http.ResponseWriter, rs []world.Row, err error, one bool) {

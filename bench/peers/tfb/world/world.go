@@ -1,6 +1,6 @@
-// Package world is what the Go peers of samples/tfb_server share: the
-// TechEmpower test types' database work on database/sql + lib/pq, and their
-// responses, whichever HTTP server carries them (net/http or fasthttp).
+// Package world is the net/http peer's database work on database/sql +
+// lib/pq (TechEmpower's go-std), and what both Go peers share: the World row,
+// the /json message and the queries parameter's clamping.
 package world
 
 import (
@@ -24,6 +24,11 @@ import (
 type Row struct {
 	ID           int `json:"id"`
 	RandomNumber int `json:"randomNumber"`
+}
+
+// Message is the /json body.
+type Message struct {
+	Message string `json:"message"`
 }
 
 // Fortune is one Fortune row.
