@@ -128,7 +128,8 @@ wrk_rps() {
 # What each server sends for the same request: bytes of headers and body.
 for server in tessera:18080 go:18081 fasthttp:18086 beast:18087 nginx:18082 threads:18084; do
   name="${server%%:*}"; port="${server##*:}"
-  read -r hb bb < <(curl -s -o /dev/null -w '%{size_header} %{size_download}' "http://127.0.0.1:$port/")
+  sizes=$(curl -s -o /dev/null -w '%{size_header} %{size_download}' "http://127.0.0.1:$port/")
+  read -r hb bb <<<"$sizes"
   row bytes "$name" response "$((hb + bb))" bytes
 done
 

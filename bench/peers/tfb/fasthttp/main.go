@@ -13,11 +13,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"math/rand"
-	"net"
-	"os"
 	"sort"
 	"strconv"
 
@@ -139,24 +135,10 @@ func handler(ctx *fasthttp.RequestCtx) {
 }
 
 func main() {
-	port := flag.Int("port", 8082, "port")
-	conninfo := flag.String("db", "", "libpq connection string")
-	pool := flag.Int("pool", 16, "database connections at most")
-	flag.Parse()
+	port, conninfo, pool := world.Options(8082)
 	var err error
-	if db, err = pgxpool.Connect(context.Background(), *conninfo+" pool_max_conns="+strconv.Itoa(*pool)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("listening on %s\n", ln.Addr())
+	db, err = pgxpool.Connect(context.Background(), conninfo+" pool_max_conns="+strconv.Itoa(pool))
+	world.Check(err)
 	s := &fasthttp.Server{Handler: handler, Name: "fasthttp"}
-	if err := s.Serve(ln); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	world.Check(s.Serve(world.Listen(port)))
 }

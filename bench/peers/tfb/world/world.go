@@ -43,25 +43,38 @@ type DB struct {
 	world, fortunes, updateSt *sql.Stmt
 }
 
-// Start parses -port, -db and -pool, opens the database and listens on
-// 127.0.0.1:port, printing "listening on HOST:PORT"; it exits on failure.
-func Start(defaultPort int) (*DB, net.Listener) {
-	port := flag.Int("port", defaultPort, "port")
-	conninfo := flag.String("db", "", "libpq connection string")
-	pool := flag.Int("pool", 16, "database connections at most")
+// Options parses the peers' command line: -port, -db and -pool.
+func Options(defaultPort int) (port int, conninfo string, pool int) {
+	flag.IntVar(&port, "port", defaultPort, "port")
+	flag.StringVar(&conninfo, "db", "", "libpq connection string")
+	flag.IntVar(&pool, "pool", 16, "database connections at most")
 	flag.Parse()
-	db, err := Open(*conninfo, *pool)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	return
+}
+
+// Listen listens on 127.0.0.1:port and prints "listening on HOST:PORT".
+func Listen(port int) net.Listener {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	Check(err)
 	fmt.Printf("listening on %s\n", ln.Addr())
-	return db, ln
+	return ln
+}
+
+// Check exits with err's message if err is not nil.
+func Check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Start parses the options, opens the database (database/sql + lib/pq) and
+// listens; it exits on failure.
+func Start(defaultPort int) (*DB, net.Listener) {
+	port, conninfo, pool := Options(defaultPort)
+	db, err := Open(conninfo, pool)
+	Check(err)
+	return db, Listen(port)
 }
 
 // Open connects a pool of at most `pool` connections.
