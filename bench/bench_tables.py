@@ -243,53 +243,60 @@ def tfbbench(path, dat):
     def servers_of(t):
         return [s for s in TFB_SERVERS if any(k[0] == t and k[3] == s for k in runs)]
 
+    def md(cells):
+        return "| " + " | ".join(str(c) for c in cells) + " |"
+
     def table(t, key_name, keys):
         ss = servers_of(t)
         peers = [s for s in ss if s != "tessera"]
-        head = f"{t:<10} {key_name:>7}" + "".join(f" {TFB_NAMES[s]:>16}" for s in ss)
-        head += "".join(f" {'/' + TFB_NAMES[s]:>10}" for s in peers)
-        print(head + "   µs CPU/request, server+db: " + " | ".join(TFB_NAMES[s] for s in ss))
+        head = [t, key_name] + [TFB_NAMES[s] for s in ss] + ["/" + TFB_NAMES[s] for s in peers]
+        head += ["µs CPU/req. " + TFB_NAMES[s] + " (db)" for s in ss]
+        print(md(head))
+        print(md(["---"] * len(head)))
         for p in keys:
-            line = f"{'':<10} {p[1] if key_name == 'queries' else p[2]:>7}"
+            cells = ["", p[1] if key_name == "queries" else p[2]]
             for s in ss:
                 m, sp = med.get(p + (s,), (None, None))
-                line += f" {shown(m):>9} ±{sp * 100:>3.0f}%" if m is not None else f" {'failed':>16}"
+                cells.append(f"{shown(m)} ±{sp * 100:.0f}%" if m is not None else "failed")
             t_m = med.get(p + ("tessera",), (None,))[0]
-            for s in peers:
-                line += f" {ratio(t_m, med.get(p + (s,), (None,))[0]):>10}"
-            per = []
+            cells += [ratio(t_m, med.get(p + (s,), (None,))[0]) for s in peers]
             for s in ss:
                 k = p + (s,)
                 n = requests.get(k, 0.0)
-                per.append(f"{cpu[k][0] / n * 1e6:.0f}+{cpu[k][1] / n * 1e6:.0f}" if n else "-")
-            print(line + "   " + " | ".join(per))
+                cells.append(f"{cpu[k][0] / n * 1e6:.0f} ({cpu[k][1] / n * 1e6:.0f})" if n else "-")
+            print(md(cells))
         print()
 
-    print("Requests/s: the median of 3 runs ± their spread; ratios are Tessera's to each peer.")
+    print("Requests/s: the median of 3 runs ± their spread (max-min over median); ratios are "
+          "Tessera's to each peer; CPU per request of the server (and of the database).")
+    print()
     for t in dict.fromkeys(p[0] for p in points):
         keys = [p for p in points if p[0] == t]
-        table(t, "queries" if keys[0][1] > 0 else "conns", keys)
+        table(t, "queries" if keys[0][1] > 0 else "connections", keys)
 
     # The headline: 256 connections (and 20 queries), plaintext on its own row.
     def headline(t):
         ps = [p for p in points if p[0] == t and p[2] == 256 and p[1] in (0, 20)]
         return ps[0] if ps else None
     print("At 256 connections (queries and updates: 20 queries), Tessera's ratio to each peer:")
-    print(f"{'type':<22}" + "".join(f" {'/' + TFB_NAMES[s]:>10}" for s in TFB_SERVERS[1:]))
+    print()
+    print(md(["type"] + ["/" + TFB_NAMES[s] for s in TFB_SERVERS[1:]]))
+    print(md(["---"] * len(TFB_SERVERS)))
     order = [t for t in ("json", "db", "queries", "fortunes", "updates", "plaintext")
              if headline(t) is not None]
     for t in order:
         p = headline(t)
         t_m = med.get(p + ("tessera",), (None,))[0]
         label = t + (" (pipelined 16)" if t == "plaintext" else "")
-        cells = []
-        for s in TFB_SERVERS[1:]:
-            cells.append(ratio(t_m, med[p + (s,)][0]) if p + (s,) in med else "")
-        print(f"{label:<22}" + "".join(f" {c:>10}" for c in cells))
+        print(md([label] + [ratio(t_m, med[p + (s,)][0]) if p + (s,) in med else ""
+                            for s in TFB_SERVERS[1:]]))
     print()
-    print("Response bytes (headers and body, /queries and /updates at 20 rows):")
+    print("Response bytes (headers and body; /queries and /updates with 20 rows):")
+    print()
+    print(md(["type"] + [TFB_NAMES[s] for s in TFB_SERVERS]))
+    print(md(["---"] * (len(TFB_SERVERS) + 1)))
     for t in dict.fromkeys(p[0] for p in points):
-        print(f"  {t:<10}" + "".join(f" {TFB_NAMES[s]} {size[(s, t)]}" for s in servers_of(t)))
+        print(md([t] + [size.get((s, t), "") for s in TFB_SERVERS]))
     with open(dat, "w") as out:
         for t in order:
             p = headline(t)

@@ -281,11 +281,11 @@ class pipeline_base {
   std::size_t size() const noexcept { return queued_; }
 
  protected:
-  /// Enters pipeline mode (`sync_each`: a Sync after every statement).
-  /// Throws pq::error (usage) if `c` is not connected.
+  /// On `c` (`sync_each`: a Sync after every statement). Throws pq::error
+  /// (usage) if `c` is not connected.
   pipeline_base(connection& c, const char* what, bool sync_each);
-  /// Leaves pipeline mode. Statements queued but never run leave the
-  /// connection unable to leave it: it is closed (ok() turns false).
+  /// Statements queued but never run leave the connection unable to leave
+  /// pipeline mode: it is closed (ok() turns false).
   ~pipeline_base();
   /// Queues a Sync message (PQpipelineSync).
   void sync();
