@@ -56,7 +56,7 @@ class connection {
   void close_if_idle() {
     int idle = kIdle;
     if (state_.compare_exchange_strong(idle, kClosing, std::memory_order_acq_rel)) {
-      std::lock_guard lock(socket_mu_);  // the socket stays while we interrupt it
+      std::lock_guard lock(socket_mu_);              // the socket stays while we interrupt it
       if (socket_ != nullptr) socket_->interrupt();  // its read ends with operation_canceled
     }
   }

@@ -82,7 +82,8 @@ asio::awaitable<void> session(tcp::socket socket) {
 asio::awaitable<void> listen(tcp::acceptor& acceptor) {
   for (;;) {
     beast::error_code ec;
-    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket socket =
+        co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) asio::co_spawn(acceptor.get_executor(), session(std::move(socket)), asio::detached);
   }
 }
