@@ -9,10 +9,11 @@
       jobbench's table of times over oneTBB's (printed by bench/jobbench.sh),
       and the .dat that bench/plots/jobbench.gp draws.
   bench/bench_tables.py netbench out/netbench.csv plot.dat
-      netbench's tables (HTTP, HTTPS, open-loop latency, echo, CPU per
-      request, memory per idle connection), each with Tessera's ratio to its
-      peers (a title marked ↓ is a cost: there a ratio below 1 is Tessera's
-      win), and the .dat that bench/plots/netbench.gp draws.
+      netbench's tables (HTTP, system calls per request, HTTPS, open-loop
+      latency, echo, CPU per request, memory per idle connection), each with
+      Tessera's ratio to its peers (a title marked ↓ is a cost: there a ratio
+      below 1 is Tessera's win), and the .dat that bench/plots/netbench.gp
+      draws.
   bench/bench_tables.py tfbbench out/tfbbench.csv plot.dat
       tfbbench's tables (per test type and level: each server's median
       requests/s of three runs with their spread, Tessera's ratio to each
@@ -178,6 +179,8 @@ def netbench(path, dat):
     table("response bytes", "bytes", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"], [])
     table("HTTP requests/s", "http", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"],
           ["nginx", "go", "fasthttp", "beast", "threads"])
+    table("syscalls/request ↓", "syscalls", ["tessera", "tessera-uring", "nginx", "go", "fasthttp", "beast"],
+          ["nginx", "go", "fasthttp", "beast"], "{:.2f}")
     table("HTTPS requests/s", "https", ["tessera", "go", "nginx"], ["nginx", "go"])
     for q in ("p50", "p99", "p99.9"):
         table(f"open loop {q} us ↓", f"open-loop-{q}", ["tessera", "go", "nginx"], ["nginx", "go"])

@@ -19,10 +19,12 @@
 #   offered rate every server holds (loadgen's open loop): utime+stime from
 #   /proc/PID/stat over the window, for nginx, Go's net/http, fasthttp, Beast,
 #   the thread-per-connection baseline, and Tessera on epoll and on io_uring;
+# - system calls per HTTP request (perf's raw_syscalls:sys_enter over a wrk
+#   run at 100 connections), for the same servers but the thread baseline;
 # - server RSS per idle connection with 10,000 of them open.
 # out/netbench.csv, tables with ratios from the same run, and out/netbench.png.
 #   bench/netbench.sh [--seconds S]      (default 10 s per point)
-# Installs what is missing (wrk, nginx-light, golang-go, the build deps).
+# Installs what is missing (wrk, nginx-light, golang-go, linux-perf, the build deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=10
@@ -33,7 +35,7 @@ while (($#)); do
     *) echo "netbench.sh: unknown option $1 (try --seconds S or --quick)"; exit 2 ;;
   esac
 done
-scripts/setup.sh wrk nginx-light golang-go golang-github-valyala-fasthttp-dev
+scripts/setup.sh wrk nginx-light golang-go golang-github-valyala-fasthttp-dev linux-perf
 cmake --preset release > /dev/null
 cmake --build --preset release -j "$(nproc)" --target http_server echo_server loadgen thread_server beast_hello > /dev/null
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -143,6 +145,25 @@ for conns in 100 1000; do
     row http-p50 "$name" "$conns" "$(awk '$1=="50%" {print $2}' <<<"$out")" wrk
     row http-p99 "$name" "$conns" "$(awk '$1=="99%" {print $2}' <<<"$out")" wrk
   done
+done
+
+# System calls per request: every system call of the server's threads (and of
+# an nginx master's worker) counted by perf (raw_syscalls:sys_enter) while wrk
+# runs, over the requests wrk completed. The thread-per-connection server
+# starts its threads after perf attaches, so it is left out.
+for server in tessera:18080 tessera-uring:18085 nginx:18082 go:18081 fasthttp:18086 beast:18087; do
+  name="${server%%:*}"; port="${server##*:}"; pid_var="pid_${name//-/_}"
+  echo "netbench: system calls per request, $name, 100 connections, ${seconds} s ..."
+  targets=$(echo "${!pid_var}" $(pgrep -P "${!pid_var}") | tr ' ' ',')
+  out="$(perf stat -x, -e raw_syscalls:sys_enter -p "$targets" -o "$work/perf.out" -- \
+           taskset -c 1 wrk -t1 -c100 -d"${seconds}s" "http://127.0.0.1:$port/")"
+  calls=$(awk -F, '/raw_syscalls/ {print $1}' "$work/perf.out")
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  if [[ $calls =~ ^[0-9]+$ && ${requests:-0} -gt 0 && "$(wrk_rps "$out")" != failed ]]; then
+    row syscalls "$name" 100 "$(echo "scale=2; $calls / $requests" | bc)" calls/request
+  else
+    row syscalls "$name" 100 failed calls/request
+  fi
 done
 
 # HTTPS, keep-alive: the same body over TLS 1.3.
