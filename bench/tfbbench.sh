@@ -85,13 +85,17 @@ start beast 18093 build/release/bench/beast_hello --port 18093
 declare -A port=([tessera]=18090 [nethttp]=18091 [fasthttp]=18092 [beast]=18093)
 db_servers=(tessera nethttp fasthttp)
 all_servers=(tessera nethttp fasthttp beast)
+# serving TYPE: sets `servers` to those that serve it (Beast: plaintext and json).
+serving() {
+  if [[ $1 == plaintext || $1 == json ]]; then servers=("${all_servers[@]}"); else servers=("${db_servers[@]}"); fi
+}
 
 # Every server answers every type it serves before anything is measured;
 # the response sizes (headers and body) go beside the figures.
 sizes="$work/sizes"
 : >"$sizes"
 for t in plaintext json db "queries?queries=20" fortunes "updates?queries=20"; do
-  servers=("${db_servers[@]}"); [[ $t == plaintext || $t == json ]] && servers=("${all_servers[@]}")
+  serving "${t%%\?*}"
   for s in "${servers[@]}"; do
     r=$(curl -s -o /dev/null -w '%{http_code} %{size_header} %{size_download}' "http://127.0.0.1:${port[$s]}/$t")
     read -r code hb bb <<<"$r"
@@ -133,14 +137,14 @@ done
 runs=0
 for p in "${points[@]}"; do
   read -r t _ _ <<<"$p"
-  if [[ $t == plaintext || $t == json ]]; then runs=$((runs + ${#all_servers[@]} * repeats))
-  else runs=$((runs + ${#db_servers[@]} * repeats)); fi
+  serving "$t"
+  runs=$((runs + ${#servers[@]} * repeats))
 done
 echo "tfbbench: ${#points[@]} points, $runs runs of ${seconds} s (about $((runs * (seconds + 1) / 60 + 1)) min)"
 n=0
 for p in "${points[@]}"; do
   read -r t q c <<<"$p"
-  servers=("${db_servers[@]}"); [[ $t == plaintext || $t == json ]] && servers=("${all_servers[@]}")
+  serving "$t"
   path="/$t"; ((q > 0)) && path="/$t?queries=$q"
   # TechEmpower's request headers (its wrk command line).
   accept="application/json,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7"

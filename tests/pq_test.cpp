@@ -213,7 +213,7 @@ TEST_P(PqIn, APipelineRunsPastAFailureABatchRollsBack) {
 
 // The server's own count (pg_stat_database.xact_commit of a database no
 // other client uses): a pipeline of N statements commits N transactions, a
-// batch of N one, beside a session that does nothing.
+// batch of N one, beside a connection that does nothing.
 TEST(Pq, APipelineCommitsEachStatementABatchCommitsOnce) {
   // The observer reads from another database, so its own commits are not counted.
   auto observer = pq::connection::connect(conninfo());
@@ -222,7 +222,7 @@ TEST(Pq, APipelineCommitsEachStatementABatchCommitsOnce) {
         .query("SELECT xact_commit FROM pg_stat_database WHERE datname = 'tessera_counts'")
         .get<long long>(0, 0);
   };
-  // What a session of its own running `work` commits. A backend's counts
+  // What a connection of its own running `work` commits. A backend's counts
   // reach pg_stat_database when it flushes them, at the latest as it exits,
   // which is before it leaves pg_stat_activity.
   const auto committed_by = [&](const std::function<void(pq::connection&)>& work) {

@@ -225,7 +225,7 @@ for path, per_request in (("/queries?queries=20", 20), ("/updates?queries=20", 2
     deadline = time.monotonic() + 10
     while int(psql("SELECT count(*) FROM pg_stat_activity WHERE datname = 'tfb_counts'")) != 0:
         if time.monotonic() > deadline:
-            fail("the server's database sessions did not end within 10 s of its stop")
+            fail("the server's database connections did not end within 10 s of its stop")
         time.sleep(0.01)
     committed = int(psql("SELECT xact_commit FROM pg_stat_database "
                          "WHERE datname = 'tfb_counts'")) - before

@@ -64,7 +64,7 @@ http::response<http::string_body> respond(const http::request<http::string_body>
   return res;
 }
 
-asio::awaitable<void> session(tcp::socket socket) {
+asio::awaitable<void> serve_connection(tcp::socket socket) {
   socket.set_option(tcp::no_delay(true));
   beast::flat_buffer buffer;
   beast::error_code ec;
@@ -84,7 +84,8 @@ asio::awaitable<void> listen(tcp::acceptor& acceptor) {
     beast::error_code ec;
     tcp::socket socket =
         co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) asio::co_spawn(acceptor.get_executor(), session(std::move(socket)), asio::detached);
+    if (!ec)
+      asio::co_spawn(acceptor.get_executor(), serve_connection(std::move(socket)), asio::detached);
   }
 }
 
