@@ -288,7 +288,7 @@ void sleep_until(std::chrono::steady_clock::time_point deadline) {
   }
   // Spurious wake-ups (stale unparks) just go round again.
   const wait_scope scope("sleep", nullptr);
-  while (std::chrono::steady_clock::now() < deadline) park_until(deadline);
+  while (detail::steady_now() < deadline) park_until(deadline);
 }
 
 }  // namespace this_fiber

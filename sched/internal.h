@@ -12,7 +12,11 @@
 
 namespace tessera::sched {
 
-using steady = std::chrono::steady_clock;
+/// steady_clock, read through steady_now(): a simulation's virtual clock on
+/// its worker (tessera/detail/simulation_hooks.h).
+struct steady : std::chrono::steady_clock {
+  static time_point now() noexcept { return detail::steady_now(); }
+};
 
 // A fiber waiter's permit word (waiter::state; the scheduler.h state machine).
 constexpr std::int32_t kEmpty = 0;

@@ -99,6 +99,7 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->listed_id.store(f->id, std::memory_order_relaxed);
   f->listed_runner.store(!counted, std::memory_order_relaxed);
   f->created_at.store(site, std::memory_order_relaxed);
+  f->sim_ordinal = sim != nullptr ? ++sim->fibers : 0;
   f->name[0].store('\0', std::memory_order_relaxed);
   f->listed_in.store(this, std::memory_order_release);
   if (counted) {
@@ -121,6 +122,7 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
   if (w.trace != nullptr)
     w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
   w.push_local(f);
+  if (sim != nullptr) [[unlikely]] w.sim_switch_point(switch_point::spawn);
   return f;
 }
 
@@ -162,6 +164,7 @@ void runtime_impl::start_workers(const char* who) {
   }
   busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
   deep_sleepers.store(0, std::memory_order_relaxed);
+  if (sim != nullptr) simulation_started();
 }
 
 void runtime_impl::join_workers() noexcept {
@@ -175,6 +178,7 @@ void runtime_impl::join_workers() noexcept {
     std::lock_guard lock(workers_mu);
     workers.clear();
   }
+  if (sim != nullptr) simulation_ended();
   running.store(false, std::memory_order_release);
 }
 
@@ -190,6 +194,7 @@ void runtime_impl::run_root(unique_function root) {
       std::lock_guard lock(workers_mu);
       workers.clear();
     }
+    if (sim != nullptr) simulation_ended();
     running.store(false, std::memory_order_release);
     throw;
   }

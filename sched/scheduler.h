@@ -102,6 +102,7 @@
 #include "language_state.h"
 #include "poller.h"
 #include "queues.h"
+#include "simulation.h"
 #include "stack.h"
 #include "tessera/detail/cpu.h"
 #include "tessera/detail/futex.h"
@@ -157,6 +158,7 @@ struct fiber_record {
   std::atomic<std::uint32_t> parks{0};
   std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
   std::uint64_t id = 0;
+  std::uint32_t sim_ordinal = 0;  // in a simulated runtime: 1, 2, ... in creation order
   unique_function body;
   std::atomic<int> refs{0};  // the running fiber + a joinable handle / run()
   std::atomic<bool> done{false};
@@ -288,6 +290,11 @@ class worker {
   void block_current(post_action act);
   void yield_current();
   [[noreturn]] void finish_current();
+  /// The loop of a simulated runtime's one worker (simulation.cpp, simulation.h).
+  void simulate();
+  /// A switch point the running fiber reached (unpark, spawn, spin): in a
+  /// simulated runtime, it goes back to the ready fibers if the control says so.
+  void sim_switch_point(switch_point why) noexcept;
   void push_local(fiber_record* f);
   /// push_local() of a fiber locked to worker `to`: this worker's bound
   /// queue, or `to`'s inbox. Bound fibers never enter a deque, a runnext slot
@@ -403,6 +410,15 @@ class worker {
   std::atomic<std::uint64_t> turns_{0};
   fiber_record* prev_ = nullptr;
   post_action post_ = post_action::none;
+  // Simulated runtime: why the fiber it ran last stopped; and whether the
+  // running fiber may not be preempted (it is finishing).
+  switch_point sim_why_ = switch_point::park;
+  bool no_preempt_ = false;
+  // Simulated runtime: the runnable fibers, in the order they became so.
+  std::vector<fiber_record*> sim_ready_;
+  void sim_gather();
+  bool sim_advance_clock();
+  void sim_fail(const char* why);
   std::uint32_t runnext_streak_ = 0;
   /// What this worker last saw in each other worker's runnext slot: the fiber,
   /// that worker's tick_, and since when.
@@ -491,6 +507,9 @@ class runtime_impl {
   /// while something waits for the runtime to finish; started with the
   /// workers, stopped before they are joined.
   void start_watchdog();
+  /// The text of a deadlock report: the headline `what`, the wait cycles
+  /// and every fiber of `fibers` (a snapshot with backtraces).
+  static std::string deadlock_text(const std::string& what, const std::vector<seen_fiber>& fibers);
   void stop_watchdog() noexcept;
   void watchdog_main();
   /// Whether the runtime is quiet: nothing it knows of can wake its fibers
@@ -530,6 +549,9 @@ class runtime_impl {
   std::atomic<std::size_t> timer_entries{0};  // timers.size(), for statistics
 
   runtime_options opts;
+  /// Set (before it runs) when a simulation drives this runtime: one
+  /// worker, virtual time, the control's picks (simulation.h).
+  simulation_control* sim = nullptr;
   topology topo;
   poller io;  // its kernel instance is created at the first registration (poller.h)
   stack_pool stacks;

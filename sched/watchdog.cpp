@@ -65,13 +65,15 @@ bool runtime_impl::quiet(const std::vector<seen_fiber>& fibers) const noexcept {
 }
 
 void runtime_impl::start_watchdog() {
+  deadlocked.store(false, std::memory_order_relaxed);
+  deadlock_report.clear();
+  // A simulation finds deadlocks itself, at once (simulation.cpp).
+  if (sim != nullptr) return;
   if (opts.on_deadlock == deadlock_policy::off && opts.stall_threshold.count() <= 0) return;
   {
     std::lock_guard lock(watchdog_mu);
     watchdog_stop = false;
   }
-  deadlocked.store(false, std::memory_order_relaxed);
-  deadlock_report.clear();
   watchdog = std::thread([this] { watchdog_main(); });
 }
 
@@ -87,7 +89,6 @@ void runtime_impl::stop_watchdog() noexcept {
 
 namespace {
 
-using steady = std::chrono::steady_clock;
 
 // How long the stall report waits for the stalled worker's backtrace.
 constexpr std::chrono::milliseconds kStallBacktraceWait{200};
@@ -183,19 +184,8 @@ void runtime_impl::watchdog_main() {
     if (steady::now() - quiet_since < grace) continue;
     if (opts.on_deadlock == deadlock_policy::report && same_waits(now, reported)) continue;
 
-    std::ostringstream report;
-    std::size_t runners = 0;
-    for (const auto& f : now) runners += f.runner ? 1 : 0;
-    const std::size_t n = now.size() - runners;
-    report << "tessera: deadlock: all " << n << (n == 1 ? " fiber is" : " fibers are") << " parked";
-    if (runners != 0) {
-      report << " (and " << runners << " job runner" << (runners == 1 ? "" : "s") << ")";
-    }
-    report << ", and nothing in the runtime can wake them\n";
-    const std::vector<seen_fiber> detailed = snapshot(true);
-    write_wait_cycles(report, detailed);
-    write_fibers(report, detailed);
-    const std::string text = report.str();
+    const std::string text =
+        deadlock_text("nothing in the runtime can wake them", snapshot(true));
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
     switch (opts.on_deadlock) {
@@ -210,6 +200,22 @@ void runtime_impl::watchdog_main() {
         return;
     }
   }
+}
+
+std::string runtime_impl::deadlock_text(const std::string& what,
+                                        const std::vector<seen_fiber>& fibers) {
+  std::ostringstream report;
+  std::size_t runners = 0;
+  for (const auto& f : fibers) runners += f.runner ? 1 : 0;
+  const std::size_t n = fibers.size() - runners;
+  report << "tessera: deadlock: all " << n << (n == 1 ? " fiber is" : " fibers are") << " parked";
+  if (runners != 0) {
+    report << " (and " << runners << " job runner" << (runners == 1 ? "" : "s") << ")";
+  }
+  report << ", and " << what << "\n";
+  write_wait_cycles(report, fibers);
+  write_fibers(report, fibers);
+  return report.str();
 }
 
 void runtime_impl::abandon_deadlocked() noexcept {

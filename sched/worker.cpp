@@ -59,6 +59,11 @@ void worker::thread_main() {
 #if TESSERA_TSAN
   sched_rec_.san.tsan_fiber = __tsan_get_current_fiber();
 #endif
+  if (rt.sim != nullptr) {
+    simulate();
+    set_current_worker(nullptr);
+    return;
+  }
   for (;;) {
     fiber_record* f = find_work(false);
     if (f == nullptr) {

@@ -52,6 +52,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tessera/detail/simulation_hooks.h"
 #include "tessera/detail/tls_access.h"
 
 namespace tessera::detail {
@@ -59,6 +60,10 @@ namespace {
 
 /// A per-thread xorshift: the random poll order (Go's cheaprand).
 TESSERA_TLS_ACCESSOR std::uint32_t next_random() noexcept {
+  if (const simulation_table* s = simulation_hooks.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::uint32_t r = 0;
+    if (s->random(r)) return r;  // a simulation's seeded choice
+  }
   thread_local std::uint32_t x =
       0x9e3779b9u ^ static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&x) >> 4);
   x ^= x << 13;

@@ -44,6 +44,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "tessera/clock.h"
+
 namespace tessera::io {
 
 /// Errors of Tessera's descriptors, beside the system's errno values.
@@ -57,7 +59,8 @@ inline std::error_code make_error_code(error e) noexcept {
   return {static_cast<int>(e), category()};
 }
 
-using clock = std::chrono::steady_clock;
+/// tessera::steady_clock: the virtual clock inside a simulation.
+using clock = tessera::steady_clock;
 
 /// An owned, non-blocking file descriptor (socket, pipe, eventfd, ...).
 class descriptor {

@@ -188,7 +188,7 @@ class twa_semaphore {
 
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
     if (try_acquire()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;  // take no ticket
+    if (detail::steady_now() >= deadline) return false;  // take no ticket
     if (crowded()) [[unlikely]] {
       const lobby_leave left = lobby_wait(deadline);
       if (left.how == admission_lobby::exit::timed_out) return try_acquire();  // no ticket held

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "tessera/config.h"  // generated: TESSERA_CHECKS_BUILT
+#include "tessera/detail/simulation_hooks.h"
 
 /// 1 when the misuse checks are compiled in: extra checks that abort with a
 /// message (unlock by a non-owner, destruction with waiters, racing releases
@@ -26,7 +27,12 @@
 namespace tessera::detail {
 
 /// One polite spin-wait step (x86 PAUSE, ARM YIELD), as in Listings 1 and 2.
+/// On a fiber of a simulation it also lets the simulation run another fiber
+/// (simulation_hooks.h): what it spins for can only come from one of them.
 inline void cpu_relax() noexcept {
+  if (const simulation_table* s = simulation_hooks.load(std::memory_order_relaxed)) [[unlikely]] {
+    s->spin();
+  }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__) || defined(__arm__)

@@ -6,11 +6,14 @@
 // these. The public `*_for` / `*_until` functions convert once, at the call:
 // `deadline::after(d)` rounds a duration up to the clock's tick (a wait never
 // ends early), `deadline::at(t)` carries a time point of another clock over
-// to steady_clock by the distance between their two `now()`s.
+// to steady_clock by the distance between their two `now()`s. "Now" is
+// steady_now(): the virtual clock on a simulation's worker.
 #pragma once
 
 #include <chrono>
 #include <type_traits>
+
+#include "tessera/detail/simulation_hooks.h"
 
 namespace tessera::detail {
 
@@ -29,13 +32,13 @@ class deadline {
     if constexpr (std::is_same_v<Clock, clock>) {
       return deadline(std::chrono::ceil<clock::duration>(t));
     } else {
-      return deadline(clock::now() + std::chrono::ceil<clock::duration>(t - Clock::now()));
+      return deadline(steady_now() + std::chrono::ceil<clock::duration>(t - Clock::now()));
     }
   }
   /// `d` from now, rounded up to the clock's tick.
   template <class Rep, class Period>
   static deadline after(const std::chrono::duration<Rep, Period>& d) {
-    return deadline(clock::now() + std::chrono::ceil<clock::duration>(d));
+    return deadline(steady_now() + std::chrono::ceil<clock::duration>(d));
   }
 
   /// Whether there is a deadline at all.
@@ -49,7 +52,7 @@ class deadline {
   }
   /// Whether the deadline has passed at `now` (never, without one).
   constexpr bool passed(clock::time_point now) const noexcept { return set_ && now >= when_; }
-  bool passed() const { return set_ && clock::now() >= when_; }
+  bool passed() const { return set_ && steady_now() >= when_; }
   /// The earlier of this deadline and `t`.
   constexpr deadline earlier(clock::time_point t) const noexcept {
     return set_ && when_ < t ? *this : deadline(t);

@@ -113,7 +113,7 @@ class admission_lobby {
       // timer (front() is a lock-free hint).
       if (!head && list_.front() == &n) {
         head = true;
-        head_since = clock::now();
+        head_since = steady_now();
         progress_then = progress();
       }
       const clock::time_point forced_at = head ? head_since + fairness : clock::time_point::max();
@@ -123,7 +123,7 @@ class admission_lobby {
         continue;
       }
       if (park_until(wake_at)) continue;
-      const auto now = clock::now();
+      const auto now = steady_now();
       const bool expired = d.passed(now);
       if (!expired && now < forced_at) continue;
       if (!expired && progress() == progress_then) {

@@ -22,6 +22,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tessera/detail/simulation_hooks.h"
+
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -37,6 +39,11 @@ class tick_clock {
 
   /// A reading: TSC ticks or steady_clock nanoseconds.
   static rep now() noexcept {
+    if (const simulation_table* s = simulation_hooks.load(std::memory_order_relaxed)) [[unlikely]] {
+      return from_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         s->now().time_since_epoch())
+                         .count());
+    }
 #if defined(__x86_64__)
     if (uses_tsc) return static_cast<rep>(__rdtsc());
 #endif
@@ -52,6 +59,9 @@ class tick_clock {
   /// A stamp for a wait record (wait_info::since): a TSC reading, else
   /// CLOCK_MONOTONIC_COARSE nanoseconds (the kernel tick's resolution). Never 0.
   static rep stamp() noexcept {
+    if (simulation_hooks.load(std::memory_order_relaxed) != nullptr) [[unlikely]] {
+      return now() | 1;
+    }
 #if defined(__x86_64__)
     if (uses_tsc) return static_cast<rep>(__rdtsc() | 1);
 #endif
@@ -67,6 +77,10 @@ class tick_clock {
   static rep stamp_to_ns(rep stamp) noexcept;
 
  private:
+  // A steady_clock reading in nanoseconds as a reading of this clock.
+  static rep from_ns(rep ns) noexcept {
+    return uses_tsc ? tsc0_ + ticks(std::chrono::nanoseconds(ns - ns0_)) : ns;
+  }
   static rep steady_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())

@@ -1,0 +1,77 @@
+// tessera/testing/gtest.h — simulation tests in GoogleTest (target
+// tessera::testing; the program links GoogleTest itself).
+//
+//   TESSERA_SIM_TEST(Pool, NoLostWakeUp, {.runs = 1000}) {
+//     ... the body: runs as the root fiber of each simulated run ...
+//   }
+//
+// Contract
+// - The test explores `runs` schedules (tessera/testing/simulation.h; the
+//   braces are an explore_options) and fails at the first failing seed,
+//   with the failure's text, the seed, and the command that replays it.
+// - Replay: with TESSERA_SIM_SEED=<seed> in the environment, every
+//   TESSERA_SIM_TEST that runs replays that one seed instead, printing its
+//   trace (and writing TESSERA_SIM_TRACE=<file> as Chrome trace JSON when
+//   set), and fails with its failure. Select the test with --gtest_filter.
+// - The body must not use GoogleTest's fatal assertions (ASSERT_*) or
+//   EXPECT_*: they do not stop a fiber. Throw, or use
+//   TESSERA_SIM_CHECK(condition), which throws std::logic_error naming the
+//   condition, file and line.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "tessera/testing/simulation.h"
+
+namespace tessera::testing {
+
+/// What TESSERA_SIM_TEST runs (see above); `test` is "Suite.Name".
+inline void gtest_explore(void (*body)(), explore_options options, const char* test) {
+  const char* program = ::testing::internal::GetArgvs().empty()
+                            ? "the_test"
+                            : ::testing::internal::GetArgvs().front().c_str();
+  if (const char* text = std::getenv("TESSERA_SIM_SEED"); text != nullptr && *text != '\0') {
+    if (const char* file = std::getenv("TESSERA_SIM_TRACE")) options.trace_file = file;
+    try {
+      replay(body, parse_seed(text), options);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << text << " failed:\n" << e.what();
+    }
+    return;
+  }
+  options.replay_hint = std::string("TESSERA_SIM_SEED={seed} ") + program + " --gtest_filter=" + test;
+  const std::optional<std::uint64_t> seed = explore(body, options);
+  if (!seed) return;
+  std::string what = "(the replay passed: the run is not deterministic)";
+  options.verbose = false;
+  try {
+    replay(body, *seed, options);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  ADD_FAILURE() << "seed " << seed_string(*seed) << " failed:\n"
+                << what << "\nreplay: TESSERA_SIM_SEED=" << seed_string(*seed) << ' ' << program
+                << " --gtest_filter=" << test;
+}
+
+}  // namespace tessera::testing
+
+/// A GoogleTest test whose body is explored under the simulation.
+#define TESSERA_SIM_TEST(suite, name, ...)                                                    \
+  static void tessera_sim_body_##suite##_##name();                                            \
+  TEST(suite, name) {                                                                        \
+    ::tessera::testing::gtest_explore(&tessera_sim_body_##suite##_##name,                    \
+                                      ::tessera::testing::explore_options __VA_ARGS__,       \
+                                      #suite "." #name);                                     \
+  }                                                                                          \
+  static void tessera_sim_body_##suite##_##name()
+
+/// Inside a simulated body: throws std::logic_error if `cond` is false.
+#define TESSERA_SIM_CHECK(cond)                                                              \
+  ((cond) ? (void)0                                                                          \
+          : throw std::logic_error(std::string("check failed: " #cond " at ") + __FILE__ + \
+                                   ":" + std::to_string(__LINE__)))

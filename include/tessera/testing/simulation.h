@@ -1,0 +1,130 @@
+// tessera/testing/simulation.h — deterministic tests of concurrent code:
+// virtual time, seeded schedules, exploration and replay (target
+// tessera::testing).
+//
+// explore(body, options) runs `body` as the root fiber of a simulated runtime
+// once per seed, each time under another schedule, and returns the first
+// seed whose run failed (std::nullopt when every run passed); replay(body,
+// seed) runs exactly that schedule again and rethrows its failure.
+//
+// Contract
+// - A run: one worker thread runs every fiber of the body; nothing runs in
+//   parallel. A fiber runs until a switch point: it parks (any wait on any
+//   Tessera primitive, mutexes included, or on a socket), yields or ends;
+//   or, when the schedule says so, it unparks or spawns a fiber or takes a
+//   spin-wait step. Then the schedule picks the next fiber among the
+//   runnable ones. The same seed gives the same picks, event for event.
+// - Virtual time: tessera::steady_clock (tessera/clock.h), every deadline
+//   and `_for` wait, sleeps, socket deadlines and timers read the run's
+//   virtual clock. It stands still while fibers run and jumps to the earliest
+//   deadline when no fiber is runnable, so a test that sleeps an hour takes
+//   microseconds. It starts at the real steady_clock time of the run's start.
+//   Not covered: std::chrono::steady_clock::now() called by the body itself
+//   (read tessera::steady_clock instead), OS threads, and descriptors other
+//   than the simulated network's (testing/network.h).
+// - A run fails when an exception escapes the body (or a join rethrows one
+//   from another fiber), when every fiber waits and no timer is set (a
+//   deadlock: deadlock_error with the runtime's deadlock report), or when it
+//   passes `max_steps` picks or `max_virtual_time` (a livelock or a wait
+//   that never ends; deadlock_error naming the limit). An exception escaping
+//   a detached fiber ends the process, as in every runtime.
+// - Schedules (Burckhardt et al., "A Randomized Scheduler with Probabilistic
+//   Guarantees of Finding Bugs", ASPLOS 2010):
+//     random: at each switch point, a uniformly random runnable fiber.
+//     pct: each fiber gets a random priority and the highest-priority
+//       runnable fiber runs; at `depth - 1` random steps the running fiber
+//       drops below every other. A bug that needs `depth` ordering
+//       constraints among n fibers and k steps is found by one run with
+//       probability at least 1/(n * k^(depth-1)). A fiber that yields or
+//       spins drops to the bottom too, so a spin-wait cannot starve the
+//       fiber it waits for.
+// - Seeds: a seed names the whole schedule: bits 63-60 the strategy (0
+//   random, 1 pct), 59-56 the depth, 55-50 log2 of pct's step estimate,
+//   49-0 the random stream. So replay(body, seed) needs no options.
+//   explore's seeds follow from `options.seed` (fixed by default: the same
+//   exploration every time).
+// - Determinism: with `check_determinism`, explore runs its first seed
+//   twice and throws std::logic_error if the two traces differ (the body
+//   reads something the simulation does not control).
+// - Who may call: a plain thread (not a fiber), one explore or replay at a
+//   time per thread; several threads may each run their own. Reentrant use
+//   from inside a run throws std::logic_error.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tessera::testing {
+
+/// How a schedule picks the next fiber (see the contract above).
+enum class strategy { random, pct };
+
+struct explore_options {
+  /// Schedules to try (seeds), at most.
+  std::uint64_t runs = 100;
+  testing::strategy strategy = testing::strategy::pct;
+  /// pct's bug depth d (1 to 15): d - 1 priority change points per run.
+  unsigned depth = 3;
+  /// Real time for the whole exploration; zero: no limit. Exploration stops
+  /// after the run that crosses it.
+  std::chrono::milliseconds time_budget{0};
+  /// Where the seeds start: run i uses a seed derived from `seed + i`.
+  std::uint64_t seed = 0;
+  /// Limits of one run (a livelock, a wait that never ends): picks, and
+  /// virtual time from the run's start.
+  std::uint64_t max_steps = 1'000'000;
+  std::chrono::nanoseconds max_virtual_time = std::chrono::hours(24 * 365);
+  /// Run the first seed twice and compare the traces.
+  bool check_determinism = true;
+  /// Each fiber's stack, bytes.
+  std::size_t stack_size = 256 * 1024;
+  /// explore: print the failing seed and how to replay it to stderr.
+  /// replay: print the trace (each step: which fiber ran, why it stopped).
+  bool verbose = true;
+  /// replay: also write the run as Chrome trace-event JSON to this file.
+  std::string trace_file{};
+  /// explore: the command printed to replay a failing seed; "{seed}" is
+  /// replaced by it. Empty: "replay(body, {seed})".
+  std::string replay_hint{};
+};
+
+/// What one run did (run_once).
+struct run_report {
+  std::uint64_t seed = 0;
+  /// What escaped the body, or the deadlock or limit report; null: passed.
+  std::exception_ptr failure;
+  /// A hash of the schedule (every pick and why each fiber stopped).
+  std::uint64_t trace_hash = 0;
+  std::uint64_t steps = 0;
+  std::uint32_t fibers = 0;
+  /// Virtual time from the run's start to its end.
+  std::chrono::nanoseconds virtual_time{0};
+};
+
+/// The seed of the `index`-th run of an exploration with these options.
+std::uint64_t seed_for(const explore_options& options, std::uint64_t index);
+
+/// Runs `body` once under `seed`'s schedule and reports it (never throws
+/// what the body throws; throws std::logic_error on misuse).
+run_report run_once(const std::function<void()>& body, std::uint64_t seed,
+                    const explore_options& options = {});
+
+/// Runs `body` under options.runs seeds; returns the first that failed.
+std::optional<std::uint64_t> explore(const std::function<void()>& body,
+                                     const explore_options& options = {});
+
+/// Runs exactly `seed`'s schedule and rethrows its failure (returns when it
+/// passes). With options.verbose it prints the trace to stderr.
+void replay(const std::function<void()>& body, std::uint64_t seed,
+            const explore_options& options = {});
+
+/// A seed as the explorer prints it ("0x1304000000012abc").
+std::string seed_string(std::uint64_t seed);
+/// Parses a seed as printed (hex with 0x, or decimal); std::invalid_argument.
+std::uint64_t parse_seed(const std::string& text);
+
+}  // namespace tessera::testing
