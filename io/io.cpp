@@ -2,6 +2,8 @@
 // (sched/poller.h), and the blocking() helper pool.
 #include "tessera/io.h"
 
+#include "simulated_network.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -383,12 +385,21 @@ unsigned blocking_threads() noexcept {
 }
 
 namespace detail {
+simulated_network* current_network() noexcept {
+  tessera::sched::worker* w = tessera::sched::current_worker();
+  return w != nullptr && w->rt.sim != nullptr ? w->rt.sim->network : nullptr;
+}
+
 bool on_fiber() noexcept {
   tessera::sched::worker* w = tessera::sched::current_worker();
   return w != nullptr && w->on_fiber();
 }
 
 void run_blocking(void (*job)(void*), void* ctx) {
+  if (tessera::sched::current_worker()->rt.sim != nullptr) {
+    job(ctx);  // a simulation has no helper threads: the call is one step of its fiber
+    return;
+  }
   blocking_job j{job, ctx, self()};
   pool().submit(&j);
   const wait_scope scope("io::blocking", &j);

@@ -11,6 +11,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "scheduler.h"
+#include "simulated_network.h"
+
 namespace tessera::net {
 namespace {
 
@@ -22,9 +25,17 @@ std::error_code last_error() {
   return {errno, std::system_category()};
 }
 
+using io::detail::current_network;
+
 // getsockname / getpeername of a descriptor, as an endpoint.
 endpoint endpoint_of(const io::descriptor& d, int (*get)(int, sockaddr*, socklen_t*)) {
   endpoint e;
+  if (auto* net = current_network()) {
+    if (net->endpoints(d.native_handle(), get == ::getsockname ? &e : nullptr,
+                       get == ::getsockname ? nullptr : &e)) {
+      return e;
+    }
+  }
   e.size = sizeof e.storage;
   get(d.native_handle(), reinterpret_cast<sockaddr*>(&e.storage), &e.size);
   return e;
@@ -165,6 +176,7 @@ endpoint resolve(std::string_view host_port, bool passive) {
 tcp_stream tcp_stream::connect(const endpoint& to, std::error_code& ec,
                                io::clock::time_point deadline) {
   ec.clear();
+  if (auto* net = current_network()) return tcp_stream(net->connect(to, ec, deadline));
   const int fd =
       ::socket(to.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) {
@@ -250,6 +262,7 @@ std::error_code tcp_stream::shutdown(int how) noexcept {
 }
 
 std::error_code tcp_stream::set_no_delay(bool on) noexcept {
+  if (current_network() != nullptr) return {};  // a simulated stream never batches
   const int v = on ? 1 : 0;
   return ::setsockopt(d_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) == 0
              ? std::error_code{}
@@ -266,6 +279,13 @@ endpoint tcp_stream::remote_endpoint() const {
 // ---- tcp_listener ---------------------------------------------------------------------
 tcp_listener tcp_listener::listen(std::string_view host_port, listen_options opts) {
   const endpoint at = resolve(host_port, true);
+  if (auto* net = current_network()) {
+    tcp_listener l;
+    endpoint bound;
+    l.d_ = net->listen(at, bound);
+    l.name_ = bound.to_string();
+    return l;
+  }
   const std::string name = at.to_string();
   const int fd =
       ::socket(at.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -289,6 +309,10 @@ tcp_listener tcp_listener::listen(std::string_view host_port, listen_options opt
 }
 
 tcp_stream tcp_listener::accept(std::error_code& ec, io::clock::time_point deadline) {
+  if (auto* net = current_network()) {
+    ec.clear();
+    return tcp_stream(net->accept(d_, ec, deadline));
+  }
   return accept_on(d_, ec, deadline);
 }
 
@@ -369,6 +393,12 @@ tcp_stream unix_connect(const std::string& path) {
 // ---- UDP ----------------------------------------------------------------------------
 udp_socket udp_socket::bind(std::string_view host_port) {
   endpoint at = resolve(host_port, true);
+  if (auto* net = current_network()) {
+    udp_socket u;
+    endpoint bound;
+    u.d_ = net->bind_udp(at, bound);
+    return u;
+  }
   const std::string name = at.to_string();
   const int fd = ::socket(at.storage.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) fail("udp_socket::bind on " + name + ": socket", last_error());
@@ -387,6 +417,7 @@ udp_socket udp_socket::bind(std::string_view host_port) {
 std::size_t udp_socket::send_to(const void* buf, std::size_t n, const endpoint& to,
                                 std::error_code& ec, io::clock::time_point deadline) {
   ec.clear();
+  if (auto* net = current_network()) return net->send_to(d_, buf, n, to, ec, deadline);
   const int fd = d_.native_handle();
   const ssize_t r = d_.call(
       true,
@@ -401,6 +432,7 @@ std::size_t udp_socket::send_to(const void* buf, std::size_t n, const endpoint& 
 std::size_t udp_socket::receive_from(void* buf, std::size_t n, endpoint& from, std::error_code& ec,
                                      io::clock::time_point deadline) {
   ec.clear();
+  if (auto* net = current_network()) return net->receive_from(d_, buf, n, from, ec, deadline);
   const int fd = d_.native_handle();
   const ssize_t r = d_.call(
       false,

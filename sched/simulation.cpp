@@ -78,6 +78,10 @@ void worker::sim_switch_point(switch_point why) noexcept {
 
 void worker::sim_gather() {
   rt.fire_timers(*this);
+  // Readiness is a switch point too: every step looks (a simulated
+  // network's sockets are ready as soon as their peer wrote; epoll reports
+  // that at once).
+  if (rt.io.active()) note_io(rt.io.poll(std::chrono::nanoseconds(0)));
   // Oldest first wherever a queue knows its order: the deque's stealing end,
   // the inbox in push order, the global FIFO.
   if (fiber_record* f = take_runnext()) sim_ready_.push_back(f);
@@ -143,12 +147,6 @@ void worker::simulate() {
       if (rt.all_done.load(std::memory_order_acquire)) break;
       if (sim_advance_clock()) continue;
       if (rt.deadlocked.load(std::memory_order_relaxed)) break;
-      if (rt.io.active()) {
-        // Descriptors outside the simulation: only what is ready at once.
-        note_io(rt.io.poll(std::chrono::nanoseconds(0)));
-        sim_gather();
-        if (!sim_ready_.empty()) continue;
-      }
       sim_fail("");
       break;
     }

@@ -23,6 +23,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace tessera::io::detail {
+class simulated_network;  // io/simulated_network.h: sched only holds the pointer
+}
+
 namespace tessera::sched {
 
 struct fiber_record;
@@ -56,6 +60,8 @@ class simulation_control {
   std::uint64_t steps = 0;
   /// Fibers created so far (ordinals are 1, 2, ... in creation order).
   std::uint32_t fibers = 0;
+  /// Where tessera::net's sockets go in this run, or null: the kernel's.
+  io::detail::simulated_network* network = nullptr;
 };
 
 /// Installs the hooks (tessera/detail/simulation_hooks.h) while at least one

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "network.h"
 #include "scheduler.h"
 #include "tessera/clock.h"
 #include "tessera/runtime.h"
@@ -85,7 +86,7 @@ void check_options(const explore_options& o, const char* who) {
   if (o.max_virtual_time.count() <= 0) {
     throw std::invalid_argument(std::string(who) + ": max_virtual_time must be positive");
   }
-  if (detail::current_fiber_id() != 0) {
+  if (tessera::detail::current_fiber_id() != 0) {
     throw std::logic_error(std::string(who) +
                            ": called on a fiber (a simulation runs from a plain thread)");
   }
@@ -189,12 +190,14 @@ class simulator {
     s.now = s.start;
     s.max_steps = options_.max_steps;
     s.time_limit = s.start + options_.max_virtual_time;
-    detail::runtime_impl* impl = detail::impl_of(runtime_);
+    detail::network net(options_.network, seed);
+    s.network = &net;
+    tessera::detail::runtime_impl* impl = tessera::detail::impl_of(runtime_);
     impl->sim = &s;
     run_report r;
     r.seed = seed;
     try {
-      runtime_.run([&body] { body(); });
+      runtime_.run(body);
     } catch (...) {
       r.failure = std::current_exception();
     }
@@ -217,6 +220,7 @@ class simulator {
     r.pin_workers = false;
     r.stack_size = o.stack_size;
     r.on_deadlock = deadlock_policy::raise;
+    r.io = io_backend::epoll;  // readiness reported at once, in order (the network's pairs)
     r.stall_threshold = std::chrono::milliseconds(0);
     if (tracing) r.trace_events = std::size_t{1} << 16;
     return r;

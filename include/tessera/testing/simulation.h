@@ -21,7 +21,19 @@
 //   microseconds. It starts at the real steady_clock time of the run's start.
 //   Not covered: std::chrono::steady_clock::now() called by the body itself
 //   (read tessera::steady_clock instead), OS threads, and descriptors other
-//   than the simulated network's (testing/network.h).
+//   than the simulated network's.
+// - The simulated network: inside a run, tessera::net's TCP and UDP sockets
+//   (tcp_listener, tcp_stream, udp_socket, unchanged) connect to each other
+//   only, on 127.0.0.1 with ports the run hands out (listeners from 10000,
+//   clients from 40000, the same every run). Each TCP chunk and each
+//   datagram takes a seeded delay from `network.min_delay` to `max_delay`;
+//   TCP keeps its order, datagrams may overtake each other; `network.drop`
+//   loses datagrams, `network.reset` resets connections (both ends then
+//   fail with connection_reset). partition(a, b) cuts two ports apart until
+//   heal(): TCP holds its bytes (and resets the connection after
+//   `partition_timeout`), UDP loses them; connect() to a cut port retries
+//   as TCP does, and times out. reset(stream) resets one connection. A
+//   connection to a port nobody listens on is refused at once.
 // - A run fails when an exception escapes the body (or a join rethrows one
 //   from another fiber), when every fiber waits and no timer is set (a
 //   deadlock: deadlock_error with the runtime's deadlock report), or when it
@@ -58,10 +70,26 @@
 #include <optional>
 #include <string>
 
+#include "tessera/net.h"
+
 namespace tessera::testing {
 
 /// How a schedule picks the next fiber (see the contract above).
 enum class strategy { random, pct };
+
+/// The simulated network's faults (see the contract above); all seeded.
+struct network_options {
+  /// Delay of each TCP chunk and each datagram: uniform in [min, max].
+  std::chrono::nanoseconds min_delay{0};
+  std::chrono::nanoseconds max_delay{0};
+  /// Probability (0 to 1) that a datagram is lost.
+  double drop = 0;
+  /// Probability (0 to 1), per chunk carried, that a TCP connection is reset.
+  double reset = 0;
+  /// How long TCP holds bytes across a partition before it resets the
+  /// connection (as a real stack gives up retransmitting).
+  std::chrono::nanoseconds partition_timeout = std::chrono::minutes(5);
+};
 
 struct explore_options {
   /// Schedules to try (seeds), at most.
@@ -82,6 +110,8 @@ struct explore_options {
   bool check_determinism = true;
   /// Each fiber's stack, bytes.
   std::size_t stack_size = 256 * 1024;
+  /// The simulated network's delays and faults.
+  network_options network{};
   /// explore: print the failing seed and how to replay it to stderr.
   /// replay: print the trace (each step: which fiber ran, why it stopped).
   bool verbose = true;
@@ -121,6 +151,15 @@ std::optional<std::uint64_t> explore(const std::function<void()>& body,
 /// passes). With options.verbose it prints the trace to stderr.
 void replay(const std::function<void()>& body, std::uint64_t seed,
             const explore_options& options = {});
+
+/// Inside a run (std::logic_error elsewhere): cuts traffic between the
+/// two ports, both ways, until heal(); see the contract.
+void partition(unsigned short port_a, unsigned short port_b);
+/// Inside a run: ends every partition.
+void heal();
+/// Inside a run: resets the connection of `stream` (a stream of the
+/// simulated network); both ends fail with std::errc::connection_reset.
+void reset(net::tcp_stream& stream);
 
 /// A seed as the explorer prints it ("0x1304000000012abc").
 std::string seed_string(std::uint64_t seed);
