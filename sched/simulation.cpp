@@ -22,6 +22,7 @@ const char* to_string(switch_point p) noexcept {
     case switch_point::unpark: return "preempted at an unpark";
     case switch_point::spawn: return "preempted at a spawn";
     case switch_point::spin: return "preempted at a spin-wait";
+    case switch_point::marked: return "preempted at a marked point";
     case switch_point::start: return "runs";
   }
   return "?";
@@ -66,6 +67,12 @@ void simulation_started() noexcept {
 void simulation_ended() noexcept {
   if (simulations_running.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     detail::simulation_hooks.store(nullptr, std::memory_order_release);
+  }
+}
+
+void marked_switch_point() noexcept {
+  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) {
+    w->sim_switch_point(switch_point::marked);
   }
 }
 

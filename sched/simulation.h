@@ -32,7 +32,7 @@ namespace tessera::sched {
 struct fiber_record;
 
 /// Where the running fiber stopped, or may be stopped (a switch point).
-enum class switch_point : std::uint8_t { park, yield, finish, unpark, spawn, spin, start };
+enum class switch_point : std::uint8_t { park, yield, finish, unpark, spawn, spin, marked, start };
 const char* to_string(switch_point p) noexcept;
 
 class simulation_control {
@@ -41,7 +41,7 @@ class simulation_control {
   /// Which fiber of `ready` (never empty) runs next: its index.
   virtual std::size_t pick(const std::vector<fiber_record*>& ready) = 0;
   /// Whether the fiber `running` gives way at a switch point it reached
-  /// while running (unpark, spawn, spin): it then goes back to `ready`.
+  /// while running (unpark, spawn, spin, marked): it then goes back to `ready`.
   virtual bool preempt(const fiber_record& running, switch_point why) = 0;
   /// The step just taken: `fiber` (its ordinal in this run) stopped at `why`
   /// (start: it is about to run); a park names what it waits on (the
@@ -68,5 +68,9 @@ class simulation_control {
 /// simulated runtime runs in the process; called as one starts and ends.
 void simulation_started() noexcept;
 void simulation_ended() noexcept;
+
+/// A switch point the caller marks (tessera::testing::switch_point): in a
+/// simulated run, the schedule may run another fiber here; elsewhere nothing.
+void marked_switch_point() noexcept;
 
 }  // namespace tessera::sched

@@ -7,10 +7,11 @@
 // uniformly from the first k steps, and at the i-th change point the running
 // fiber's priority drops to d - i, below every initial one. Fibers appear as
 // the run goes (the paper knows n up front): each gets its random priority
-// when first seen. k is not known before a run either: the explorer starts
-// at 1,024 steps and raises its estimate to the next power of two above the
-// longest run seen; the estimate is part of the seed, so a replay draws the
-// same change points. Spins and yields drop the fiber below every other
+// when first seen. k is not known before a run either: the first run guesses
+// 1,024 steps; from then on k is the longest run seen, rounded up to a power
+// of two (a k far above the run's length puts the change points past its
+// end, and PCT degenerates into one fixed order). The estimate is part of the
+// seed, so a replay draws the same change points. Spins and yields drop the fiber below every other
 // (a fiber that waits by spinning would otherwise keep the fiber it waits
 // for from ever running under a strict priority order).
 #include "tessera/testing/simulation.h"
@@ -288,16 +289,27 @@ run_report run_once(const std::function<void()>& body, std::uint64_t seed,
   return sim.run(body, seed, false);
 }
 
+void switch_point() noexcept {
+  sched::marked_switch_point();
+}
+
 std::optional<std::uint64_t> explore(const std::function<void()>& body,
                                      const explore_options& options) {
+  return explore_report(body, options).failing_seed;
+}
+
+exploration explore_report(const std::function<void()>& body, const explore_options& options) {
   check_options(options, "tessera::testing::explore");
   simulator sim(options, false);
   const auto began = std::chrono::steady_clock::now();
+  exploration result;
   unsigned steps_log2 = kFirstStepsLog2;
   for (std::uint64_t i = 0; i < options.runs; ++i) {
     const std::uint64_t seed = (seed_for(options, i) & ~(std::uint64_t{0x3f} << kStepsShift)) |
                                (std::uint64_t{steps_log2} << kStepsShift);
     const run_report r = sim.run(body, seed, false);
+    ++result.runs;
+    result.steps += r.steps;
     if (i == 0 && options.check_determinism) {
       const run_report again = sim.run(body, seed, false);
       if (again.trace_hash != r.trace_hash || (again.failure == nullptr) != (r.failure == nullptr)) {
@@ -319,15 +331,21 @@ std::optional<std::uint64_t> explore(const std::function<void()>& body,
                      i + 1, options.runs, seed_string(seed).c_str(), r.steps, r.fibers,
                      what_of(r.failure).c_str(), hint.c_str());
       }
-      return seed;
+      result.failing_seed = seed;
+      result.failure = r.failure;
+      break;
     }
-    while (steps_log2 < 63 && (std::uint64_t{1} << steps_log2) < r.steps) ++steps_log2;
+    // k: the longest run so far, rounded up to a power of two (the first
+    // run replaces the starting guess).
+    const auto needed = static_cast<unsigned>(std::bit_width(r.steps));
+    steps_log2 = std::min(63u, i == 0 ? needed : std::max(steps_log2, needed));
     if (options.time_budget.count() > 0 &&
         std::chrono::steady_clock::now() - began >= options.time_budget) {
       break;
     }
   }
-  return std::nullopt;
+  result.elapsed = std::chrono::steady_clock::now() - began;
+  return result;
 }
 
 void replay(const std::function<void()>& body, std::uint64_t seed,

@@ -183,6 +183,34 @@ TEST(Simulation, ExploreFindsALostUpdateAndReplayReproducesIt) {
   }
 }
 
+// An order a random schedule almost never tries: one fiber taking 30
+// steps with no other fiber running in between (each step a switch point).
+// PCT runs the highest-priority fiber until something stops it, so about
+// half its runs try that order; random, one in 2^30.
+void uninterrupted_run_body() {
+  tessera::testing::atomic<int> progress{0};
+  auto writer = tessera::fiber([&] {
+    for (int i = 0; i < 30; ++i) progress.fetch_add(1);
+  });
+  auto reader = tessera::fiber([&] {
+    if (progress.load() == 30) throw std::runtime_error("the reader ran after the writer's 30 steps");
+  });
+  writer.join();
+  reader.join();
+}
+
+TEST(Simulation, PctTriesOrdersThatRandomAlmostNeverDoes) {
+  const auto pct =
+      tessera::testing::explore_report(uninterrupted_run_body, quiet({.runs = 100}));
+  ASSERT_TRUE(pct.failing_seed.has_value());
+  EXPECT_LE(pct.runs, 10u);
+  explore_options o = quiet({.runs = 2000});
+  o.strategy = strategy::random;
+  const auto random = tessera::testing::explore_report(uninterrupted_run_body, o);
+  EXPECT_FALSE(random.failing_seed.has_value());
+  EXPECT_EQ(random.runs, 2000u);
+}
+
 TEST(Simulation, ADeadlockFailsTheRunWithTheDeadlockReport) {
   const auto body = [] {
     tessera::mutex a, b;

@@ -63,12 +63,14 @@
 //   from inside a run throws std::logic_error.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "tessera/net.h"
 
@@ -143,7 +145,23 @@ std::uint64_t seed_for(const explore_options& options, std::uint64_t index);
 run_report run_once(const std::function<void()>& body, std::uint64_t seed,
                     const explore_options& options = {});
 
-/// Runs `body` under options.runs seeds; returns the first that failed.
+/// What an exploration did (explore_report).
+struct exploration {
+  /// The first seed that failed, and its failure; nullopt: every run passed.
+  std::optional<std::uint64_t> failing_seed;
+  std::exception_ptr failure;
+  /// Runs made, the failing one included (the determinism check's second
+  /// run of the first seed not counted), and their picks in all.
+  std::uint64_t runs = 0;
+  std::uint64_t steps = 0;
+  /// Real time the exploration took.
+  std::chrono::nanoseconds elapsed{0};
+};
+
+/// Runs `body` under options.runs seeds, until the first failure.
+exploration explore_report(const std::function<void()>& body, const explore_options& options = {});
+
+/// explore_report(body, options).failing_seed.
 std::optional<std::uint64_t> explore(const std::function<void()>& body,
                                      const explore_options& options = {});
 
@@ -151,6 +169,77 @@ std::optional<std::uint64_t> explore(const std::function<void()>& body,
 /// passes). With options.verbose it prints the trace to stderr.
 void replay(const std::function<void()>& body, std::uint64_t seed,
             const explore_options& options = {});
+
+/// A switch point: inside a simulated run the schedule may run another
+/// fiber here, as at an unpark; anywhere else it does nothing. For code
+/// under test whose fibers share memory through plain atomics.
+void switch_point() noexcept;
+
+/// std::atomic<T> whose every operation is first a switch_point() (as
+/// loom's and shuttle's atomics): the atomics of code under test, through a
+/// type alias, so that the schedule can interleave between them. Outside a
+/// simulation it behaves as std::atomic<T>, for an extra call per operation.
+template <class T>
+class atomic {
+ public:
+  constexpr atomic() noexcept = default;
+  constexpr atomic(T v) noexcept : v_(v) {}  // NOLINT: as std::atomic
+  atomic(const atomic&) = delete;
+  atomic& operator=(const atomic&) = delete;
+
+  T load(std::memory_order o = std::memory_order_seq_cst) const noexcept {
+    switch_point();
+    return v_.load(o);
+  }
+  void store(T v, std::memory_order o = std::memory_order_seq_cst) noexcept {
+    switch_point();
+    v_.store(v, o);
+  }
+  T exchange(T v, std::memory_order o = std::memory_order_seq_cst) noexcept {
+    switch_point();
+    return v_.exchange(v, o);
+  }
+  bool compare_exchange_weak(T& expected, T desired,
+                             std::memory_order o = std::memory_order_seq_cst) noexcept {
+    switch_point();
+    return v_.compare_exchange_weak(expected, desired, o);
+  }
+  bool compare_exchange_weak(T& expected, T desired, std::memory_order success,
+                             std::memory_order failure) noexcept {
+    switch_point();
+    return v_.compare_exchange_weak(expected, desired, success, failure);
+  }
+  bool compare_exchange_strong(T& expected, T desired,
+                               std::memory_order o = std::memory_order_seq_cst) noexcept {
+    switch_point();
+    return v_.compare_exchange_strong(expected, desired, o);
+  }
+  bool compare_exchange_strong(T& expected, T desired, std::memory_order success,
+                               std::memory_order failure) noexcept {
+    switch_point();
+    return v_.compare_exchange_strong(expected, desired, success, failure);
+  }
+  T fetch_add(T v, std::memory_order o = std::memory_order_seq_cst) noexcept
+    requires std::is_integral_v<T>
+  {
+    switch_point();
+    return v_.fetch_add(v, o);
+  }
+  T fetch_sub(T v, std::memory_order o = std::memory_order_seq_cst) noexcept
+    requires std::is_integral_v<T>
+  {
+    switch_point();
+    return v_.fetch_sub(v, o);
+  }
+  operator T() const noexcept { return load(); }  // NOLINT: as std::atomic
+  T operator=(T v) noexcept {
+    store(v);
+    return v;
+  }
+
+ private:
+  std::atomic<T> v_{};
+};
 
 /// Inside a run (std::logic_error elsewhere): cuts traffic between the
 /// two ports, both ways, until heal(); see the contract.

@@ -1,0 +1,118 @@
+// tests/restored_bugs.h — bugs this project fixed before, restored for the
+// simulation to find (tests/simulation_bugs_test.cpp, bench/simbench).
+//
+// auto_reset_event's timed-wait race: a waiter that timed out just as a
+// signal counted it in waited for the gate untimed; a caller arriving
+// meanwhile could take the permit, and the waiter then outlived every
+// signal. The event's algorithm is restored before and after the fix, with
+// every operation on its status word and on its gate (the library's
+// counting_semaphore) first a switch point, as loom and shuttle make every
+// atomic and every lock operation one.
+#pragma once
+
+#include <tessera/testing/gtest.h>
+#include <tessera/testing/simulation.h>
+
+#include <chrono>
+
+#include <tessera/tessera.h>
+
+namespace restored {
+
+using namespace std::chrono_literals;
+
+// The gate: the library's semaphore, each call first a switch point.
+class gate_under_test {
+ public:
+  void acquire() {
+    tessera::testing::switch_point();
+    s_.acquire();
+  }
+  bool try_acquire_for(std::chrono::microseconds d) {
+    tessera::testing::switch_point();
+    return s_.try_acquire_for(d);
+  }
+  void release() {
+    tessera::testing::switch_point();
+    s_.release();
+  }
+
+ private:
+  tessera::counting_semaphore<> s_{0};
+};
+
+// tessera::auto_reset_event's box office (Preshing's), with `Fixed` choosing
+// the withdrawal after a timed-out gate wait.
+template <bool Fixed>
+class event_under_test {
+ public:
+  void signal() {
+    int s = status_.load(std::memory_order_relaxed);
+    for (;;) {
+      const int next = s < 1 ? s + 1 : 1;
+      if (status_.compare_exchange_weak(s, next, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    if (s < 0) gate_.release();
+  }
+  bool try_wait() {
+    int s = status_.load(std::memory_order_relaxed);
+    while (s == 1) {
+      if (status_.compare_exchange_weak(s, 0, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  bool wait_for(std::chrono::microseconds d) {
+    if (status_.fetch_sub(1, std::memory_order_acquire) >= 1) return true;
+    if (gate_.try_acquire_for(d)) return true;
+    if constexpr (Fixed) {
+      for (;;) {  // the fix: look again, never wait untimed
+        int s = status_.load(std::memory_order_relaxed);
+        while (s < 0) {
+          if (status_.compare_exchange_weak(s, s + 1, std::memory_order_relaxed)) return false;
+        }
+        if (gate_.try_acquire_for(100us)) return true;
+      }
+    } else {
+      int s = status_.load(std::memory_order_relaxed);
+      while (s < 0) {
+        if (status_.compare_exchange_weak(s, s + 1, std::memory_order_relaxed)) return false;
+      }
+      gate_.acquire();  // the bug: a signal chose us, but its permit may go to another
+      return true;
+    }
+  }
+
+ private:
+  tessera::testing::atomic<int> status_{0};
+  gate_under_test gate_;
+};
+
+// One signal and two timed waits, all due at the same virtual instant: the
+// signal lets exactly one through, or stays set; nobody waits for ever.
+template <bool Fixed>
+void timed_waits_body() {
+  event_under_test<Fixed> ev;
+  int passes = 0;
+  tessera::fiber signaller([&] {
+    tessera::this_fiber::sleep_for(1ms);
+    ev.signal();
+  });
+  tessera::fiber first([&] { passes += ev.wait_for(1ms) ? 1 : 0; });
+  tessera::fiber second([&] {
+    tessera::this_fiber::sleep_for(1ms);
+    passes += ev.wait_for(1ms) ? 1 : 0;
+  });
+  signaller.join();
+  first.join();
+  second.join();
+  const int pending = ev.try_wait() ? 1 : 0;
+  TESSERA_SIM_CHECK(passes + pending == 1);
+}
+
+}  // namespace restored
