@@ -100,6 +100,7 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->listed_runner.store(!counted, std::memory_order_relaxed);
   f->created_at.store(site, std::memory_order_relaxed);
   f->sim_ordinal = sim != nullptr ? ++sim->fibers : 0;
+  f->sim_polling = false;
   f->name[0].store('\0', std::memory_order_relaxed);
   f->listed_in.store(this, std::memory_order_release);
   if (counted) {

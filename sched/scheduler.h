@@ -159,6 +159,7 @@ struct fiber_record {
   std::atomic<std::uint32_t> timer_seq{0};    // invalidates stale timer entries
   std::uint64_t id = 0;
   std::uint32_t sim_ordinal = 0;  // in a simulated runtime: 1, 2, ... in creation order
+  bool sim_polling = false;       // ... and it last stopped at a yield or a spin-wait
   unique_function body;
   std::atomic<int> refs{0};  // the running fiber + a joinable handle / run()
   std::atomic<bool> done{false};
@@ -418,6 +419,7 @@ class worker {
   std::vector<fiber_record*> sim_ready_;
   void sim_gather();
   bool sim_advance_clock();
+  bool sim_all_polling() const noexcept;
   void sim_fail(const char* why);
   std::uint32_t runnext_streak_ = 0;
   /// What this worker last saw in each other worker's runnext slot: the fiber,

@@ -22,6 +22,7 @@ const char* to_string(switch_point p) noexcept {
     case switch_point::unpark: return "preempted at an unpark";
     case switch_point::spawn: return "preempted at a spawn";
     case switch_point::spin: return "preempted at a spin-wait";
+    case switch_point::sync: return "preempted at a synchronization call";
     case switch_point::marked: return "preempted at a marked point";
     case switch_point::start: return "runs";
   }
@@ -53,7 +54,13 @@ bool hook_random(std::uint32_t& out) noexcept {
   return true;
 }
 
-constexpr detail::simulation_table kHooks{&hook_now, &hook_spin, &hook_random};
+void hook_sync_call() noexcept {
+  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) {
+    w->sim_switch_point(switch_point::sync);
+  }
+}
+
+constexpr detail::simulation_table kHooks{&hook_now, &hook_spin, &hook_random, &hook_sync_call};
 std::atomic<int> simulations_running{0};
 
 }  // namespace
@@ -145,11 +152,27 @@ void worker::sim_fail(const char* why) {
   rt.abandon_deadlocked();
 }
 
+// Every runnable fiber last stopped at a yield or a spin-wait: they poll for
+// something, and in a real run time would pass meanwhile.
+bool worker::sim_all_polling() const noexcept {
+  for (const fiber_record* f : sim_ready_) {
+    if (!f->sim_polling) return false;
+  }
+  return true;
+}
+
 void worker::simulate() {
   simulation_control& sim = *rt.sim;
   for (;;) {
     no_preempt_ = false;
     sim_gather();
+    // Fibers that only poll do not hold the clock back (a fiber waiting for
+    // a timer's effect by yielding would otherwise stop time for good).
+    if (!sim_ready_.empty() && sim_all_polling() &&
+        rt.next_deadline.load(std::memory_order_relaxed) != runtime_impl::kNoDeadline) {
+      if (!sim_advance_clock()) break;
+      sim_gather();
+    }
     if (sim_ready_.empty()) {
       if (rt.all_done.load(std::memory_order_acquire)) break;
       if (sim_advance_clock()) continue;
@@ -169,6 +192,7 @@ void worker::simulate() {
     sim.note(ordinal, switch_point::start, nullptr);
     sim_why_ = switch_point::park;
     switch_to(f, post_action::none);
+    f->sim_polling = sim_why_ == switch_point::yield || sim_why_ == switch_point::spin;
     // A parked fiber's record stays as it left it until it runs again.
     sim.note(ordinal, sim_why_,
              sim_why_ == switch_point::park ? f->w.wait.kind.load(std::memory_order_relaxed)

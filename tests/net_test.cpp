@@ -172,8 +172,8 @@ TEST_P(NetIn, CloseWakesABlockedReaderWithClosed) {
       EXPECT_EQ(ec, io::error::closed) << ec.message();
       EXPECT_EQ(ec, std::errc::bad_file_descriptor);
     } else {
+      // Either order passes; NetUnderSimulation.* explores both.
       while (!reading.load()) yield_now();
-      this_fiber::sleep_for(5ms);  // let the reader park (either order passes)
       client.close();
     }
   });
@@ -210,8 +210,8 @@ TEST_P(NetIn, AStopRequestCancelsAWaitAndLeavesTheStreamUsable) {
       s.read_exactly(buf, 5);
       EXPECT_EQ(std::string(buf, 5), "after");
     } else {
+      // Either order passes; NetUnderSimulation.* explores both.
       while (!reading.load()) yield_now();
-      this_fiber::sleep_for(5ms);  // let the reader park (either order passes)
       stop.request_stop();
     }
   });
@@ -234,8 +234,8 @@ TEST_P(NetIn, AcceptDeadlineAndCloseWakeTheListener) {
     } else {
       // Close only after the timed accept: a closer that started 20 ms
       // before the accepter (a loaded machine) would otherwise end it early.
+      // Either order passes; NetUnderSimulation.* explores both.
       while (!timed_out.load()) yield_now();
-      this_fiber::sleep_for(5ms);  // let the accepter park (either order passes)
       l.close();
     }
   });
@@ -644,8 +644,7 @@ TEST(Net, ADescriptorRegisteredInOneRunWaitsInTheNext) {
         s.read_exactly(&c, 1);
         s.write_all(&c, 1);
       });
-      tessera::this_fiber::sleep_for(5ms);  // let the server park in accept first
-      tcp_stream c = tcp_stream::connect(addr);
+      tcp_stream c = tcp_stream::connect(addr);  // before or after the accept parks
       c.write_all("x", 1);
       char back = 0;
       c.read_exactly(&back, 1);

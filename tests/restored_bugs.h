@@ -4,10 +4,10 @@
 // auto_reset_event's timed-wait race: a waiter that timed out just as a
 // signal counted it in waited for the gate untimed; a caller arriving
 // meanwhile could take the permit, and the waiter then outlived every
-// signal. The event's algorithm is restored before and after the fix, with
-// every operation on its status word and on its gate (the library's
-// counting_semaphore) first a switch point, as loom and shuttle make every
-// atomic and every lock operation one.
+// signal. The event's algorithm is restored before and after the fix, its
+// status word a tessera::testing::atomic (every operation a switch point, as
+// loom's and shuttle's atomics); its gate is the library's counting_semaphore,
+// whose calls are switch points in a simulation anyway.
 #pragma once
 
 #include <tessera/testing/gtest.h>
@@ -20,26 +20,6 @@
 namespace restored {
 
 using namespace std::chrono_literals;
-
-// The gate: the library's semaphore, each call first a switch point.
-class gate_under_test {
- public:
-  void acquire() {
-    tessera::testing::switch_point();
-    s_.acquire();
-  }
-  bool try_acquire_for(std::chrono::microseconds d) {
-    tessera::testing::switch_point();
-    return s_.try_acquire_for(d);
-  }
-  void release() {
-    tessera::testing::switch_point();
-    s_.release();
-  }
-
- private:
-  tessera::counting_semaphore<> s_{0};
-};
 
 // tessera::auto_reset_event's box office (Preshing's), with `Fixed` choosing
 // the withdrawal after a timed-out gate wait.
@@ -90,7 +70,7 @@ class event_under_test {
 
  private:
   tessera::testing::atomic<int> status_{0};
-  gate_under_test gate_;
+  tessera::counting_semaphore<> gate_{0};
 };
 
 // One signal and two timed waits, all due at the same virtual instant: the

@@ -219,4 +219,72 @@ TEST(SimulatedNetwork, SocketsOutsideARunAreTheKernels) {
   });
 }
 
+// tests/net_test.cpp's "either order passes" cases, with both orders (the
+// wait parked first, or the close or stop first) explored instead of nudged
+// by a sleep, and deadlines checked exactly in virtual time.
+TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead, {.runs = 200}) {
+  auto l = tcp_listener::listen(":0");
+  auto client = tcp_stream::connect("127.0.0.1:10000");
+  auto server = l.accept();
+  tessera::fiber reader([&] {
+    char c;
+    std::error_code ec;
+    TESSERA_SIM_CHECK(client.read_some(&c, 1, ec) == 0);
+    TESSERA_SIM_CHECK(ec == tessera::io::error::closed);
+  });
+  tessera::fiber closer([&] { client.close(); });
+  reader.join();
+  closer.join();
+  char c;
+  std::error_code ec;
+  (void)client.read_some(&c, 1, ec);
+  TESSERA_SIM_CHECK(ec == tessera::io::error::closed);  // later calls fail too
+  l.close();
+}
+
+TESSERA_SIM_TEST(NetUnderSimulation, AStopRequestCancelsAWaitAndLeavesTheStreamUsable,
+                 {.runs = 200}) {
+  auto l = tcp_listener::listen(":0");
+  auto client = tcp_stream::connect("127.0.0.1:10000");
+  auto server = l.accept();
+  std::stop_source stop;
+  tessera::fiber reader([&] {
+    char buf[8];
+    std::error_code ec;
+    {
+      tessera::io::cancel_on_stop guard(client.descriptor(), stop.get_token());
+      TESSERA_SIM_CHECK(client.read_some(buf, sizeof buf, ec) == 0);
+      TESSERA_SIM_CHECK(ec == std::errc::operation_canceled);
+    }
+    server.write_all("after", 5);
+    client.read_exactly(buf, 5);
+    TESSERA_SIM_CHECK(std::string(buf, 5) == "after");
+  });
+  tessera::fiber stopper([&] { stop.request_stop(); });
+  reader.join();
+  stopper.join();
+  l.close();
+}
+
+TESSERA_SIM_TEST(NetUnderSimulation, AcceptDeadlineAndCloseWakeTheListener, {.runs = 200}) {
+  auto l = tcp_listener::listen(":0");
+  bool timed_out = false;
+  tessera::fiber accepter([&] {
+    std::error_code ec;
+    const auto start = tessera::steady_clock::now();
+    auto none = l.accept(ec, start + 20ms);
+    TESSERA_SIM_CHECK(ec == std::errc::timed_out);
+    TESSERA_SIM_CHECK(tessera::steady_clock::now() - start == 20ms);
+    timed_out = true;
+    auto closed = l.accept(ec);  // until closed
+    TESSERA_SIM_CHECK(ec == tessera::io::error::closed);
+  });
+  tessera::fiber closer([&] {
+    while (!timed_out) tessera::this_fiber::yield();
+    l.close();
+  });
+  accepter.join();
+  closer.join();
+}
+
 }  // namespace

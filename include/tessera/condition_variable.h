@@ -68,8 +68,14 @@ class cv_core {
     relock(lock);
     return woken ? cv_status::no_timeout : cv_status::timeout;
   }
-  void notify_one() noexcept { queue_.wake_one(); }
-  void notify_all() noexcept { queue_.wake_all(); }
+  void notify_one() noexcept {
+    detail::simulation_point();
+    queue_.wake_one();
+  }
+  void notify_all() noexcept {
+    detail::simulation_point();
+    queue_.wake_all();
+  }
   waiter_queue& queue() noexcept { return queue_; }
 
   /// Re-takes the caller's lock after a wait. The standard

@@ -43,6 +43,7 @@ class auto_reset_event {
 
   /// Lets one waiter (present or future) through.
   void signal() {
+    detail::simulation_point();
     int s = status_.load(std::memory_order_relaxed);
     for (;;) {
       const int next = s < 1 ? s + 1 : 1;
@@ -54,6 +55,7 @@ class auto_reset_event {
     if (s < 0) gate_.release();  // a waiter was queued: admit it
   }
   void wait() {
+    detail::simulation_point();
     if (status_.fetch_sub(1, std::memory_order_acquire) < 1) {
       const wait_scope scope("auto_reset_event", this);
       gate_.acquire();
@@ -72,6 +74,7 @@ class auto_reset_event {
   }
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
+    detail::simulation_point();
     if (status_.fetch_sub(1, std::memory_order_acquire) >= 1) return true;
     const wait_scope scope("auto_reset_event", this);
     if (gate_.try_acquire_for(d)) return true;
@@ -107,6 +110,7 @@ class manual_reset_event {
 
   /// Lets every waiter through, now and until reset().
   void set() noexcept {
+    detail::simulation_point();
     state_.store(1, std::memory_order_release);
     atomic_notify_all(&state_);
   }

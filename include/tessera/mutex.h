@@ -88,13 +88,16 @@ class mutex_core {
     return true;
   }
   void lock() {
+    detail::simulation_point();
     if (!try_lock()) lock_slow({});
   }
   bool lock_until(detail::deadline deadline) {
+    detail::simulation_point();
     if (try_lock()) return true;
     return lock_slow(deadline);
   }
   void unlock(const char* type) {
+    detail::simulation_point();
     check_owner(type);
     // Nobody queued, or a woken waiter still on its way (it will retry; one
     // wake-up in flight is enough): just release. Every 256th such woken unlock
@@ -191,7 +194,10 @@ class mutex {
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   void lock() { core_.lock(); }
-  bool try_lock() noexcept { return core_.try_lock(); }
+  bool try_lock() noexcept {
+    detail::simulation_point();
+    return core_.try_lock();
+  }
   /// Precondition: the caller owns the mutex (checked with TESSERA_CHECKS).
   void unlock() { core_.unlock("tessera::mutex"); }
 
@@ -206,7 +212,10 @@ class timed_mutex {
   timed_mutex(const timed_mutex&) = delete;
   timed_mutex& operator=(const timed_mutex&) = delete;
   void lock() { core_.lock(); }
-  bool try_lock() noexcept { return core_.try_lock(); }
+  bool try_lock() noexcept {
+    detail::simulation_point();
+    return core_.try_lock();
+  }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return core_.lock_until(detail::deadline::after(d));

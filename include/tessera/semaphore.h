@@ -450,17 +450,26 @@ class counting_semaphore {
   /// compete for them (or hands one to a caller past the fairness timer).
   /// Precondition: 0 <= update <= max() and count + update <= max(); otherwise
   /// throws std::invalid_argument with nothing changed (see "Misuse" above).
-  void release(std::ptrdiff_t update = 1) { core_.release(update, max()); }
+  void release(std::ptrdiff_t update = 1) {
+    detail::simulation_point();
+    core_.release(update, max());
+  }
 
   /// Takes a permit, waiting in FIFO order as long as needed (Listing 3, SemaTake):
   /// spins briefly when next in line, otherwise parks. With restricted admission
   /// and a full queue it first waits, parked, in the lobby (see above). Barging:
   /// takes a free permit at once whoever waits, else parks until woken to compete.
-  void acquire() { core_.acquire(); }
+  void acquire() {
+    detail::simulation_point();
+    core_.acquire();
+  }
 
   /// Takes a permit if one is free and nobody is queued; never waits, takes no
   /// ticket. Barging: takes a free permit even if others are queued.
-  bool try_acquire() noexcept { return core_.try_acquire(); }
+  bool try_acquire() noexcept {
+    detail::simulation_point();
+    return core_.try_acquire();
+  }
 
   /// Takes a permit, waiting at most `rel_time` (rounded up to the steady clock's
   /// tick). Returns false, holding nothing, if none was granted by then. A zero or
@@ -468,6 +477,7 @@ class counting_semaphore {
   template <class Rep, class Period>
   bool try_acquire_for(const std::chrono::duration<Rep, Period>& rel_time) {
     if (rel_time <= rel_time.zero()) return try_acquire();
+    detail::simulation_point();
     return core_.try_acquire_until(*detail::deadline::after(rel_time));
   }
 
@@ -476,6 +486,7 @@ class counting_semaphore {
   template <class Clock, class Duration>
   bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& abs_time) {
     if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      detail::simulation_point();
       return core_.try_acquire_until(*detail::deadline::at(abs_time));
     } else {
       // Other clocks may jump: wait in steady-clock slices until Clock says so.

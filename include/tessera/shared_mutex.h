@@ -83,7 +83,10 @@ class shared_timed_mutex {
   shared_timed_mutex(const shared_timed_mutex&) = delete;
   shared_timed_mutex& operator=(const shared_timed_mutex&) = delete;
 
-  void lock() { (void)acquire({}); }
+  void lock() {
+    detail::simulation_point();
+    (void)acquire({});
+  }
   /// Fails if the lock is held either way (readers inside included).
   bool try_lock();
   template <class Rep, class Period>
@@ -98,6 +101,7 @@ class shared_timed_mutex {
   }
   /// Precondition: held exclusively by the caller.
   void unlock() {
+    detail::simulation_point();
     std::uint64_t s = state_.load(std::memory_order_relaxed);
     if ((s & (kWriter | kQueued)) == kWriter &&
         state_.compare_exchange_strong(s, s & ~kWriter, std::memory_order_release,
@@ -108,6 +112,7 @@ class shared_timed_mutex {
   }
 
   void lock_shared() {
+    detail::simulation_point();
     if (!try_lock_shared()) (void)acquire_shared({});
   }
   /// Fails only if a writer holds the lock (or is draining readers to take it).
@@ -156,6 +161,7 @@ class shared_timed_mutex {
   }
   /// Precondition: held shared by the caller.
   void unlock_shared() {
+    detail::simulation_point();
     note_shared(-1);
     std::uint32_t c = detail::reader_slot_or_zero();
     if (state_.load(std::memory_order_relaxed) == c) [[likely]] {

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tessera/testing/simulation.h"
 
@@ -31,9 +32,8 @@ namespace tessera::testing {
 
 /// What TESSERA_SIM_TEST runs (see above); `test` is "Suite.Name".
 inline void gtest_explore(void (*body)(), explore_options options, const char* test) {
-  const char* program = ::testing::internal::GetArgvs().empty()
-                            ? "the_test"
-                            : ::testing::internal::GetArgvs().front().c_str();
+  const std::vector<std::string> argv = ::testing::internal::GetArgvs();
+  const std::string program = argv.empty() ? "the_test" : argv.front();
   if (const char* text = std::getenv("TESSERA_SIM_SEED"); text != nullptr && *text != '\0') {
     if (const char* file = std::getenv("TESSERA_SIM_TRACE")) options.trace_file = file;
     try {
