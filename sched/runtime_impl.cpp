@@ -79,9 +79,12 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->san.tsan_fiber = __tsan_create_fiber(0);
 #endif
   f->rt = this;
-  // Process-wide, so that ids of different runtimes' fibers never compare equal.
+  // Process-wide, so that ids of different runtimes' fibers never compare
+  // equal; in a simulation, its ordinal (1, 2, ... in creation order), so
+  // that its trace, its deadlock report and every replay name it alike.
   static std::atomic<std::uint64_t> next_fiber_id{1};
-  f->id = next_fiber_id.fetch_add(1, std::memory_order_relaxed);
+  f->sim_ordinal = sim != nullptr ? ++sim->fibers : 0;
+  f->id = sim != nullptr ? f->sim_ordinal : next_fiber_id.fetch_add(1, std::memory_order_relaxed);
   f->overflow = {stack.map, stack.bottom(), f->id, stack.usable()};
   f->body = std::move(body);
   f->joinable.store(is_joinable, std::memory_order_relaxed);
@@ -99,7 +102,6 @@ void runtime_impl::init_fiber(fiber_record* f, stack_mem stack, unique_function 
   f->listed_id.store(f->id, std::memory_order_relaxed);
   f->listed_runner.store(!counted, std::memory_order_relaxed);
   f->created_at.store(site, std::memory_order_relaxed);
-  f->sim_ordinal = sim != nullptr ? ++sim->fibers : 0;
   f->sim_polling = false;
   f->name[0].store('\0', std::memory_order_relaxed);
   f->listed_in.store(this, std::memory_order_release);

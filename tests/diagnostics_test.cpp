@@ -12,6 +12,7 @@
 #include <tessera/park.h>
 #include <tessera/runtime.h>
 #include <tessera/shared_mutex.h>
+#include <tessera/testing/simulation.h>
 #include <tessera/wait_group.h>
 #include <unistd.h>
 
@@ -357,16 +358,34 @@ TEST(Stats, CountEachWorkersRunsParksJobsAndIdleTime) {
   EXPECT_GT(runs, total.fibers_run);
 }
 
-// The deadlock report, in each fiber environment: 1, 2 and 4 workers.
+// The deadlock report, in each fiber environment: 1, 2 and 4 workers; the
+// report's contents also in a simulation (DeadlockReportIn, "simulated":
+// found at once, no grace period, the same report).
 class DeadlockIn : public ::testing::TestWithParam<unsigned> {
  protected:
   static constexpr auto kGrace = 150ms;
+  static constexpr unsigned kSimulated = 0;
   runtime::options opts() const { return {.workers = GetParam(), .deadlock_grace = kGrace}; }
   // Runs `root` and expects run() to throw deadlock_error naming `waits`
   // within a bounded time; returns the report.
   template <class F>
   std::string expect_deadlock(F root, std::initializer_list<const char*> waits) {
     watchdog dog("a deadlock that is never reported", 60s);
+    if (GetParam() == kSimulated) {
+      const auto r = tessera::testing::run_once(root, tessera::testing::seed_for({}, 0),
+                                                {.verbose = false});
+      std::string report;
+      try {
+        if (r.failure != nullptr) std::rethrow_exception(r.failure);
+        ADD_FAILURE() << "a deadlocked simulated run passed";
+      } catch (const deadlock_error& e) {
+        report = e.what();
+      }
+      EXPECT_TRUE(has(report, "tessera: deadlock: all ")) << report;
+      EXPECT_TRUE(has(report, "nothing in the simulation can wake them")) << report;
+      for (const char* w : waits) EXPECT_TRUE(has(report, w)) << "no '" << w << "' in:\n" << report;
+      return report;
+    }
     runtime rt(opts());
     const auto start = clock::now();
     std::string report;
@@ -388,8 +407,14 @@ class DeadlockIn : public ::testing::TestWithParam<unsigned> {
 };
 INSTANTIATE_TEST_SUITE_P(Workers, DeadlockIn, ::testing::Values(1u, 2u, 4u),
                          [](const auto& p) { return std::to_string(p.param) + "w"; });
+class DeadlockReportIn : public DeadlockIn {};
+INSTANTIATE_TEST_SUITE_P(Workers, DeadlockReportIn, ::testing::Values(1u, 2u, 4u, 0u),
+                         [](const auto& p) {
+                           return p.param == 0 ? std::string("simulated")
+                                               : std::to_string(p.param) + "w";
+                         });
 
-TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
+TEST_P(DeadlockReportIn, LockOrderInversionBetweenTwoFibers) {
   const std::string report = expect_deadlock(
       [] {
         mutex a, b;
@@ -434,7 +459,7 @@ TEST_P(DeadlockIn, LockOrderInversionBetweenTwoFibers) {
 
 // timed_mutex and recursive_mutex (held two levels deep) name their holders
 // too, in every build: the report prints the cycle between them.
-TEST_P(DeadlockIn, TimedAndRecursiveMutexesNameTheirHoldersInACycle) {
+TEST_P(DeadlockReportIn, TimedAndRecursiveMutexesNameTheirHoldersInACycle) {
   const std::string report = expect_deadlock(
       [] {
         timed_mutex t;
@@ -464,7 +489,7 @@ TEST_P(DeadlockIn, TimedAndRecursiveMutexesNameTheirHoldersInACycle) {
 }
 
 // A shared_mutex names its writer to a waiting writer and to waiting readers.
-TEST_P(DeadlockIn, SharedMutexWritersAreNamedToWritersAndReaders) {
+TEST_P(DeadlockReportIn, SharedMutexWritersAreNamedToWritersAndReaders) {
   const std::string report = expect_deadlock(
       [] {
         shared_mutex s;
@@ -504,7 +529,7 @@ TEST_P(DeadlockIn, SharedMutexWritersAreNamedToWritersAndReaders) {
   EXPECT_TRUE(has(line, ", held by fiber ")) << report;
 }
 
-TEST_P(DeadlockIn, ALatchNobodyCountsDown) {
+TEST_P(DeadlockReportIn, ALatchNobodyCountsDown) {
   expect_deadlock(
       [] {
         latch never(1);
@@ -513,7 +538,7 @@ TEST_P(DeadlockIn, ALatchNobodyCountsDown) {
       {"all 1 fiber is parked", "latch 0x"});
 }
 
-TEST_P(DeadlockIn, AChannelReceiveWithNoSender) {
+TEST_P(DeadlockReportIn, AChannelReceiveWithNoSender) {
   expect_deadlock(
       [] {
         channel<int> ch(4);
@@ -522,7 +547,7 @@ TEST_P(DeadlockIn, AChannelReceiveWithNoSender) {
       {"channel receive 0x"});
 }
 
-TEST_P(DeadlockIn, AJoinOfAFiberThatWaitsOnItsJoiner) {
+TEST_P(DeadlockReportIn, AJoinOfAFiberThatWaitsOnItsJoiner) {
   expect_deadlock(
       [] {
         latch after_join(1);
@@ -533,7 +558,7 @@ TEST_P(DeadlockIn, AJoinOfAFiberThatWaitsOnItsJoiner) {
       {"all 2 fibers are parked", "join of fiber", "latch 0x"});
 }
 
-TEST_P(DeadlockIn, AJoinCycleIsFollowed) {
+TEST_P(DeadlockReportIn, AJoinCycleIsFollowed) {
   const std::string report = expect_deadlock(
       [] {
         // Two fibers join each other; the root waits on a latch nobody counts down.
