@@ -9,7 +9,7 @@ set(CPACK_PACKAGE_NAME libtessera-dev)
 set(CPACK_PACKAGE_VENDOR "The Tessera Authors")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "C++20 user-space threading runtime: fibers, and primitives that park fibers and threads alike")
+    "C++20 user-space threading runtime: fibers, and primitives that park fibers and threads alike; tessera::testing, deterministic simulation of concurrent code")
 set(CPACK_PACKAGE_CONTACT "The Tessera Authors <tessera@localhost>")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -27,7 +27,7 @@ set(CPACK_DEBIAN_CORE_PACKAGE_DEPENDS
 # Backtraces of parked fibers load libunwind at run time; without it, none.
 set(CPACK_DEBIAN_CORE_PACKAGE_RECOMMENDS "libunwind8")
 set(CPACK_COMPONENT_CORE_DESCRIPTION
-    "C++20 user-space threading runtime: fibers, and primitives that park fibers and threads alike")
+    "C++20 user-space threading runtime: fibers, and primitives that park fibers and threads alike; tessera::testing, deterministic simulation of concurrent code")
 foreach(opt IN ITEMS pq tls)
   if(TARGET tessera_${opt})
     list(APPEND CPACK_COMPONENTS_ALL ${opt})

@@ -160,9 +160,13 @@ void runtime_impl::start_workers(const char* who) {
   run_waiter = self();
   {
     std::lock_guard lock(workers_mu);
-    workers.clear();
-    for (unsigned i = 0; i < opts.workers; ++i) {
-      workers.push_back(std::make_unique<worker>(*this, i));
+    // A simulation keeps its one worker from run to run: a run is often a
+    // few microseconds of work, and a worker's queues are 128 KiB to clear.
+    if (sim == nullptr || workers.size() != 1) {
+      workers.clear();
+      for (unsigned i = 0; i < opts.workers; ++i) {
+        workers.push_back(std::make_unique<worker>(*this, i));
+      }
     }
   }
   busy.store(static_cast<int>(workers.size()), std::memory_order_relaxed);
@@ -179,7 +183,13 @@ void runtime_impl::join_workers() noexcept {
   while (remote_inflight.load(std::memory_order_acquire) != 0) cpu_relax();
   {
     std::lock_guard lock(workers_mu);
-    workers.clear();
+    if (sim == nullptr) {
+      workers.clear();
+    } else {
+      // Kept for the next run (start_workers), without its idle job runners:
+      // a run's fibers are numbered from 1, runners included.
+      workers.front()->release_runners();
+    }
   }
   if (sim != nullptr) simulation_ended();
   running.store(false, std::memory_order_release);
@@ -203,7 +213,14 @@ void runtime_impl::run_root(unique_function root) {
   }
   global.push(f);
   start_watchdog();
-  for (auto& w : workers) w->start();
+  if (sim != nullptr) {
+    // A simulation's one worker is the calling thread: a run is often a few
+    // microseconds of work, and a thread's start and join cost more (under
+    // ThreadSanitizer, milliseconds: it clears the new stack's shadow).
+    workers.front()->run_here();
+  } else {
+    for (auto& w : workers) w->start();
+  }
   join_workers();
   if (deadlocked.load(std::memory_order_acquire)) return;  // the root fiber was abandoned
 

@@ -272,6 +272,9 @@ class worker {
 
   void start();
   void join();
+  /// The worker's loop on the calling thread, until the run ends (a
+  /// simulated runtime's: see run_root).
+  void run_here() { thread_main(); }
 
   // --- on this worker's thread ---
   fiber_record* pick_local();

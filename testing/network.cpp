@@ -141,18 +141,26 @@ void network::heal() {
   healed_.set();
 }
 
+template <class Entry>
+io::descriptor network::open_port(std::map<unsigned short, std::unique_ptr<Entry>>& table,
+                                  unsigned short port, int type, const char* what,
+                                  net::endpoint& bound) {
+  const auto [user, relay] = socket_pair(type, what);
+  io::descriptor user_end(user);
+  auto e = std::make_unique<Entry>();
+  e->user = id_of(user);
+  e->relay = io::descriptor(relay);
+  e->address = loopback(port);
+  bound = e->address;
+  addresses_[user] = {e->user, e->address, {}};
+  table[port] = std::move(e);
+  return user_end;
+}
+
 // ---- TCP ------------------------------------------------------------------------------
 io::descriptor network::listen(const net::endpoint& at, net::endpoint& bound) {
   const unsigned short port = take_port(at.port(), next_listen_port_, "listen");
-  const auto [user, relay] = socket_pair(SOCK_STREAM, "listen");
-  io::descriptor user_end(user);
-  auto l = std::make_unique<listener>();
-  l->user = id_of(user);
-  l->relay = io::descriptor(relay);
-  l->address = loopback(port);
-  bound = l->address;
-  addresses_[user] = {l->user, l->address, {}};
-  listeners_[port] = std::move(l);
+  io::descriptor user_end = open_port(listeners_, port, SOCK_STREAM, "listen", bound);
   watch_listener(port);
   return user_end;
 }
@@ -327,16 +335,7 @@ bool network::endpoints(int fd, net::endpoint* local, net::endpoint* remote) {
 // ---- UDP ------------------------------------------------------------------------------
 io::descriptor network::bind_udp(const net::endpoint& at, net::endpoint& bound) {
   const unsigned short port = take_port(at.port(), next_udp_port_, "bind");
-  const auto [user, relay] = socket_pair(SOCK_DGRAM, "bind");
-  io::descriptor user_end(user);
-  auto u = std::make_unique<udp_port>();
-  u->user = id_of(user);
-  u->relay = io::descriptor(relay);
-  u->address = loopback(port);
-  bound = u->address;
-  addresses_[user] = {u->user, u->address, {}};
-  udp_[port] = std::move(u);
-  return user_end;
+  return open_port(udp_, port, SOCK_DGRAM, "bind", bound);
 }
 
 std::size_t network::send_to(io::descriptor& d, const void* buf, std::size_t n,

@@ -68,18 +68,17 @@ class network final : public io::detail::simulated_network {
     net::endpoint client;
     std::shared_ptr<connection> conn;
   };
-  struct listener {
+  // A socket at a port: the user's end, ours, and its address.
+  struct bound_socket {
     socket_id user;
     io::descriptor relay;
     net::endpoint address;
+  };
+  struct listener : bound_socket {
     std::deque<pending> backlog;
     bool open() const noexcept;
   };
-  struct udp_port {
-    socket_id user;
-    io::descriptor relay;
-    net::endpoint address;
-  };
+  using udp_port = bound_socket;
   struct addresses {
     socket_id id;
     net::endpoint local, remote;
@@ -87,6 +86,10 @@ class network final : public io::detail::simulated_network {
 
   static socket_id id_of(int fd) noexcept;
   unsigned short take_port(unsigned short wanted, unsigned short& next, const char* what);
+  /// A pair of `type` at `port`, entered in `table`; returns the user's end.
+  template <class Entry>
+  io::descriptor open_port(std::map<unsigned short, std::unique_ptr<Entry>>& table,
+                           unsigned short port, int type, const char* what, net::endpoint& bound);
   bool port_in_use(unsigned short port) const;
   std::chrono::nanoseconds delay();
   bool chance(double p);

@@ -13,6 +13,8 @@
 
 #include <tessera/tessera.h>
 
+#include "simulated_bugs.h"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -20,15 +22,7 @@ using tessera::net::tcp_listener;
 using tessera::net::tcp_stream;
 using tessera::testing::explore_options;
 using tessera::testing::run_once;
-
-std::string failure_text(const tessera::testing::run_report& r) {
-  if (r.failure == nullptr) return "";
-  try {
-    std::rethrow_exception(r.failure);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+using simulated::failure_text;
 
 explore_options with_delays(std::chrono::nanoseconds lo, std::chrono::nanoseconds hi) {
   explore_options o;
@@ -95,7 +89,8 @@ TEST(SimulatedNetwork, EchoesWithDelaysInVirtualTime) {
   const auto b = run_once(echo_body, tessera::testing::seed_for(o, 0), o);
   EXPECT_EQ(a.trace_hash, b.trace_hash);
   EXPECT_EQ(a.virtual_time, b.virtual_time);
-  EXPECT_EQ(tessera::testing::explore(echo_body, {.runs = 30, .verbose = false}), std::nullopt);
+  EXPECT_EQ(tessera::testing::explore(echo_body, {.runs = simulated::scaled(30), .verbose = false}),
+            std::nullopt);
 }
 
 TEST(SimulatedNetwork, AConnectionToAPortNobodyListensOnIsRefused) {
@@ -222,7 +217,7 @@ TEST(SimulatedNetwork, SocketsOutsideARunAreTheKernels) {
 // tests/net_test.cpp's "either order passes" cases, with both orders (the
 // wait parked first, or the close or stop first) explored instead of nudged
 // by a sleep, and deadlines checked exactly in virtual time.
-TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead, {.runs = 200}) {
+TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead, {.runs = simulated::scaled(200)}) {
   auto l = tcp_listener::listen(":0");
   auto client = tcp_stream::connect("127.0.0.1:10000");
   auto server = l.accept();
@@ -243,7 +238,7 @@ TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead, {.runs = 2
 }
 
 TESSERA_SIM_TEST(NetUnderSimulation, AStopRequestCancelsAWaitAndLeavesTheStreamUsable,
-                 {.runs = 200}) {
+                 {.runs = simulated::scaled(200)}) {
   auto l = tcp_listener::listen(":0");
   auto client = tcp_stream::connect("127.0.0.1:10000");
   auto server = l.accept();
@@ -266,7 +261,7 @@ TESSERA_SIM_TEST(NetUnderSimulation, AStopRequestCancelsAWaitAndLeavesTheStreamU
   l.close();
 }
 
-TESSERA_SIM_TEST(NetUnderSimulation, AcceptDeadlineAndCloseWakeTheListener, {.runs = 200}) {
+TESSERA_SIM_TEST(NetUnderSimulation, AcceptDeadlineAndCloseWakeTheListener, {.runs = simulated::scaled(200)}) {
   auto l = tcp_listener::listen(":0");
   bool timed_out = false;
   tessera::fiber accepter([&] {

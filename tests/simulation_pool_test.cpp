@@ -15,6 +15,8 @@
 
 #include <tessera/tessera.h>
 
+#include "simulated_bugs.h"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -109,7 +111,8 @@ TEST(ConnectionPoolExample, TheExplorerFindsTheLostConnection) {
   }
 }
 
-TESSERA_SIM_TEST(ConnectionPoolExample, TheFixedPoolLosesNothing, {.runs = 1000}) {
+TESSERA_SIM_TEST(ConnectionPoolExample, TheFixedPoolLosesNothing,
+                 {.runs = simulated::scaled(1000)}) {
   pool_body<true>();
 }
 

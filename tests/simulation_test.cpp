@@ -17,6 +17,8 @@
 
 #include <tessera/tessera.h>
 
+#include "simulated_bugs.h"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -25,15 +27,9 @@ using tessera::testing::explore_options;
 using tessera::testing::replay;
 using tessera::testing::run_once;
 using tessera::testing::strategy;
-
-std::string failure_text(const tessera::testing::run_report& r) {
-  if (r.failure == nullptr) return "";
-  try {
-    std::rethrow_exception(r.failure);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+using simulated::failure_text;
+using simulated::lost_update_body;
+using simulated::uninterrupted_run_body;
 
 explore_options quiet(explore_options o = {}) {
   o.verbose = false;
@@ -149,22 +145,6 @@ TEST(Simulation, TheSameSeedGivesTheSameTrace) {
   }
 }
 
-// A lost update that needs one fiber to run between another's read and
-// write: explore finds it, and replay fails the same way.
-void lost_update_body() {
-  int counter = 0;
-  auto add = [&] {
-    const int seen = counter;
-    tessera::this_fiber::yield();
-    counter = seen + 1;
-  };
-  auto a = tessera::fiber(add);
-  auto b = tessera::fiber(add);
-  a.join();
-  b.join();
-  if (counter != 2) throw std::runtime_error("lost update: counter is " + std::to_string(counter));
-}
-
 TEST(Simulation, ExploreFindsALostUpdateAndReplayReproducesIt) {
   for (strategy how : {strategy::random, strategy::pct}) {
     explore_options o = quiet();
@@ -183,32 +163,16 @@ TEST(Simulation, ExploreFindsALostUpdateAndReplayReproducesIt) {
   }
 }
 
-// An order a random schedule almost never tries: one fiber taking 30
-// steps with no other fiber running in between (each step a switch point).
-// PCT runs the highest-priority fiber until something stops it, so about
-// half its runs try that order; random, one in 2^30.
-void uninterrupted_run_body() {
-  tessera::testing::atomic<int> progress{0};
-  auto writer = tessera::fiber([&] {
-    for (int i = 0; i < 30; ++i) progress.fetch_add(1);
-  });
-  auto reader = tessera::fiber([&] {
-    if (progress.load() == 30) throw std::runtime_error("the reader ran after the writer's 30 steps");
-  });
-  writer.join();
-  reader.join();
-}
-
 TEST(Simulation, PctTriesOrdersThatRandomAlmostNeverDoes) {
   const auto pct =
       tessera::testing::explore_report(uninterrupted_run_body, quiet({.runs = 100}));
   ASSERT_TRUE(pct.failing_seed.has_value());
   EXPECT_LE(pct.runs, 10u);
-  explore_options o = quiet({.runs = 2000});
+  explore_options o = quiet({.runs = simulated::scaled(2000)});
   o.strategy = strategy::random;
   const auto random = tessera::testing::explore_report(uninterrupted_run_body, o);
   EXPECT_FALSE(random.failing_seed.has_value());
-  EXPECT_EQ(random.runs, 2000u);
+  EXPECT_EQ(random.runs, simulated::scaled(2000));
 }
 
 TEST(Simulation, ADeadlockFailsTheRunWithTheDeadlockReport) {
@@ -294,7 +258,7 @@ TEST(Simulation, JobsChannelsAndSelectRunUnderTheSimulation) {
     sender.join();
     TESSERA_SIM_CHECK(got == 3);
   };
-  EXPECT_EQ(explore(body, quiet({.runs = 50})), std::nullopt);
+  EXPECT_EQ(explore(body, quiet({.runs = simulated::scaled(50)})), std::nullopt);
 }
 
 TEST(Simulation, ReplayPrintsTheTraceAndWritesAChromeTrace) {
@@ -348,7 +312,7 @@ TEST(Simulation, ARealRuntimeBesideASimulationKeepsTheRealClock) {
   EXPECT_LT(real_sleep, 10s);
 }
 
-TESSERA_SIM_TEST(SimulationMacro, APassingBodyPasses, {.runs = 20}) {
+TESSERA_SIM_TEST(SimulationMacro, APassingBodyPasses, {.runs = simulated::scaled(20)}) {
   ring_body();
 }
 

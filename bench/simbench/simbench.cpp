@@ -5,8 +5,8 @@
 //              1,000 switches (each fiber yields 100 times), random and pct;
 //   find       runs to the first failure, over --bases explorations that
 //              start from different seeds (median, min, max), for the
-//              restored auto_reset_event race (tests/restored_bugs.h), a
-//              lost update, and an order only an uninterrupted run makes.
+//              restored auto_reset_event race, a lost update, and an order
+//              only an uninterrupted run makes (tests/simulated_bugs.h).
 //
 // Shuttle and loom publish no runs-per-second figures to set beside these;
 // docs/benchmarks.md says so. Prints a progress line per measurement, and
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../../tests/restored_bugs.h"
+#include "../../tests/simulated_bugs.h"
 
 namespace {
 
@@ -34,32 +34,6 @@ void ten_fibers_thousand_switches() {
     });
   }
   for (auto& f : fibers) f.join();
-}
-
-void lost_update() {
-  int counter = 0;
-  auto add = [&] {
-    const int seen = counter;
-    tessera::this_fiber::yield();
-    counter = seen + 1;
-  };
-  auto a = tessera::fiber(add);
-  auto b = tessera::fiber(add);
-  a.join();
-  b.join();
-  if (counter != 2) throw std::runtime_error("lost update");
-}
-
-void uninterrupted_run() {
-  tessera::testing::atomic<int> progress{0};
-  auto writer = tessera::fiber([&] {
-    for (int i = 0; i < 30; ++i) progress.fetch_add(1);
-  });
-  auto reader = tessera::fiber([&] {
-    if (progress.load() == 30) throw std::runtime_error("reader after writer");
-  });
-  writer.join();
-  reader.join();
 }
 
 struct schedule_kind {
@@ -114,9 +88,9 @@ int main(int argc, char** argv) {
     const char* name;
     void (*body)();
   };
-  const bug bugs[] = {{"auto_reset_event race", restored::timed_waits_body<false>},
-                      {"lost update", lost_update},
-                      {"uninterrupted run", uninterrupted_run}};
+  const bug bugs[] = {{"auto_reset_event race", simulated::timed_waits_body<false>},
+                      {"lost update", simulated::lost_update_body},
+                      {"uninterrupted run", simulated::uninterrupted_run_body}};
   std::printf("\n%-28s %-10s %10s %10s %10s  (runs to the first failure, %u explorations)\n",
               "find: bug", "schedule", "median", "min", "max", bases);
   for (const auto& b : bugs) {

@@ -24,6 +24,7 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build ${compiler}
     -DMISMATCHED_CHECKS=${mismatched})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+run(${WORK_DIR}/build/consumer_simulation)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build --target consumer_mismatch
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "TESSERA_CHECKS differs from the value")

@@ -1,5 +1,6 @@
-// tests/restored_bugs.h — bugs this project fixed before, restored for the
-// simulation to find (tests/simulation_bugs_test.cpp, bench/simbench).
+// tests/simulated_bugs.h — bugs for the simulation to find, shared by its
+// tests and bench/simbench: one this project fixed before, restored, and two
+// small ones that show what each schedule is good at.
 //
 // auto_reset_event's timed-wait race: a waiter that timed out just as a
 // signal counted it in waited for the gate untimed; a caller arriving
@@ -14,10 +15,29 @@
 #include <tessera/testing/simulation.h>
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 #include <tessera/tessera.h>
 
-namespace restored {
+namespace simulated {
+
+/// Explorations run a tenth of their seeds under ThreadSanitizer, where each
+/// fiber's creation costs milliseconds (its per-fiber state is created and
+/// cleared): the same bodies, fewer schedules.
+constexpr std::uint64_t scaled(std::uint64_t runs) {
+#if defined(__SANITIZE_THREAD__)
+  return runs / 10;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return runs / 10;
+#else
+  return runs;
+#endif
+#else
+  return runs;
+#endif
+}
 
 using namespace std::chrono_literals;
 
@@ -95,4 +115,45 @@ void timed_waits_body() {
   TESSERA_SIM_CHECK(passes + pending == 1);
 }
 
-}  // namespace restored
+// A lost update: read, yield, write back.
+inline void lost_update_body() {
+  int counter = 0;
+  auto add = [&] {
+    const int seen = counter;
+    tessera::this_fiber::yield();
+    counter = seen + 1;
+  };
+  auto a = tessera::fiber(add);
+  auto b = tessera::fiber(add);
+  a.join();
+  b.join();
+  if (counter != 2) throw std::runtime_error("lost update: counter is " + std::to_string(counter));
+}
+
+// An order a random schedule almost never tries: one fiber taking 30
+// steps with no other fiber running in between (each step a switch point).
+// PCT runs the highest-priority fiber until something stops it, so about
+// half its runs try that order; random, one in 2^30.
+inline void uninterrupted_run_body() {
+  tessera::testing::atomic<int> progress{0};
+  auto writer = tessera::fiber([&] {
+    for (int i = 0; i < 30; ++i) progress.fetch_add(1);
+  });
+  auto reader = tessera::fiber([&] {
+    if (progress.load() == 30) throw std::runtime_error("the reader ran after the writer's 30 steps");
+  });
+  writer.join();
+  reader.join();
+}
+
+/// What a run's failure says ("" when it passed).
+inline std::string failure_text(const tessera::testing::run_report& r) {
+  if (r.failure == nullptr) return "";
+  try {
+    std::rethrow_exception(r.failure);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace simulated
