@@ -59,7 +59,8 @@ inline void runtime_impl::schedule_woken(fiber_record* f) noexcept {
       cur->trace->add(trace_kind::unpark, f->id, cur->current()->id);
     }
     cur->make_runnext(f);  // LIFO slot: runs when the waker parks
-    if (sim != nullptr) [[unlikely]] cur->sim_switch_point(switch_point::unpark);
+    if (sim != nullptr) [[unlikely]]
+      cur->sim_switch_point(switch_point::unpark);
     return;
   }
   schedule_woken_elsewhere(f, cur);

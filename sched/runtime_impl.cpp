@@ -125,7 +125,8 @@ fiber_record* runtime_impl::spawn(worker& w, unique_function body, bool is_joina
   if (w.trace != nullptr)
     w.trace->add(trace_kind::create, f->id, w.on_fiber() ? w.current()->id : 0);
   w.push_local(f);
-  if (sim != nullptr) [[unlikely]] w.sim_switch_point(switch_point::spawn);
+  if (sim != nullptr) [[unlikely]]
+    w.sim_switch_point(switch_point::spawn);
   return f;
 }
 

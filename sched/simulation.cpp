@@ -16,15 +16,24 @@ namespace tessera::sched {
 
 const char* to_string(switch_point p) noexcept {
   switch (p) {
-    case switch_point::park: return "parked";
-    case switch_point::yield: return "yielded";
-    case switch_point::finish: return "finished";
-    case switch_point::unpark: return "preempted at an unpark";
-    case switch_point::spawn: return "preempted at a spawn";
-    case switch_point::spin: return "preempted at a spin-wait";
-    case switch_point::sync: return "preempted at a synchronization call";
-    case switch_point::marked: return "preempted at a marked point";
-    case switch_point::start: return "runs";
+    case switch_point::park:
+      return "parked";
+    case switch_point::yield:
+      return "yielded";
+    case switch_point::finish:
+      return "finished";
+    case switch_point::unpark:
+      return "preempted at an unpark";
+    case switch_point::spawn:
+      return "preempted at a spawn";
+    case switch_point::spin:
+      return "preempted at a spin-wait";
+    case switch_point::sync:
+      return "preempted at a synchronization call";
+    case switch_point::marked:
+      return "preempted at a marked point";
+    case switch_point::start:
+      return "runs";
   }
   return "?";
 }
@@ -194,9 +203,9 @@ void worker::simulate() {
     switch_to(f, post_action::none);
     f->sim_polling = sim_why_ == switch_point::yield || sim_why_ == switch_point::spin;
     // A parked fiber's record stays as it left it until it runs again.
-    sim.note(ordinal, sim_why_,
-             sim_why_ == switch_point::park ? f->w.wait.kind.load(std::memory_order_relaxed)
-                                            : nullptr);
+    sim.note(
+        ordinal, sim_why_,
+        sim_why_ == switch_point::park ? f->w.wait.kind.load(std::memory_order_relaxed) : nullptr);
   }
 }
 

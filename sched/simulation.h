@@ -32,7 +32,17 @@ namespace tessera::sched {
 struct fiber_record;
 
 /// Where the running fiber stopped, or may be stopped (a switch point).
-enum class switch_point : std::uint8_t { park, yield, finish, unpark, spawn, spin, sync, marked, start };
+enum class switch_point : std::uint8_t {
+  park,
+  yield,
+  finish,
+  unpark,
+  spawn,
+  spin,
+  sync,
+  marked,
+  start
+};
 const char* to_string(switch_point p) noexcept;
 
 class simulation_control {

@@ -89,7 +89,6 @@ void runtime_impl::stop_watchdog() noexcept {
 
 namespace {
 
-
 // How long the stall report waits for the stalled worker's backtrace.
 constexpr std::chrono::milliseconds kStallBacktraceWait{200};
 
@@ -184,8 +183,7 @@ void runtime_impl::watchdog_main() {
     if (steady::now() - quiet_since < grace) continue;
     if (opts.on_deadlock == deadlock_policy::report && same_waits(now, reported)) continue;
 
-    const std::string text =
-        deadlock_text("nothing in the runtime can wake them", snapshot(true));
+    const std::string text = deadlock_text("nothing in the runtime can wake them", snapshot(true));
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
     switch (opts.on_deadlock) {

@@ -66,7 +66,8 @@ network::network(const network_options& options, std::uint64_t seed)
         "tessera::testing: network delays must satisfy 0 <= min_delay <= max_delay");
   }
   if (!(options.drop >= 0 && options.drop <= 1) || !(options.reset >= 0 && options.reset <= 1)) {
-    throw std::invalid_argument("tessera::testing: network drop and reset are probabilities (0 to 1)");
+    throw std::invalid_argument(
+        "tessera::testing: network drop and reset are probabilities (0 to 1)");
   }
 }
 
@@ -320,8 +321,9 @@ void network::reset(const net::tcp_stream& s) {
       }
     }
   }
-  throw std::logic_error("tessera::testing::reset: the stream is not a connection of this run's "
-                         "simulated network (or it has ended)");
+  throw std::logic_error(
+      "tessera::testing::reset: the stream is not a connection of this run's "
+      "simulated network (or it has ended)");
 }
 
 bool network::endpoints(int fd, net::endpoint* local, net::endpoint* remote) {

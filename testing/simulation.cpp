@@ -162,7 +162,8 @@ class schedule final : public sched::simulation_control {
     if (fiber >= priorities_.size()) priorities_.resize(fiber + 1, 0);
     std::int64_t& p = priorities_[fiber];
     // First sight: a random priority of at least d (above every changed one).
-    if (p == 0) p = static_cast<std::int64_t>(seed_.depth) + 1 + static_cast<std::int64_t>(next() >> 33);
+    if (p == 0)
+      p = static_cast<std::int64_t>(seed_.depth) + 1 + static_cast<std::int64_t>(next() >> 33);
     return p;
   }
   void demote(std::uint32_t fiber) { priority(fiber) = --bottom_; }
@@ -243,12 +244,14 @@ std::string what_of(const std::exception_ptr& e) {
 }
 
 void print_trace(const std::vector<step_event>& events, std::uint64_t seed) {
-  std::fprintf(stderr, "tessera::testing: trace of seed %s (step, virtual time, fiber, why it stopped)\n",
+  std::fprintf(stderr,
+               "tessera::testing: trace of seed %s (step, virtual time, fiber, why it stopped)\n",
                seed_string(seed).c_str());
   for (const step_event& e : events) {
     std::fprintf(stderr, "  %6" PRIu64 "  +%.9f s  fiber %u %s%s%s%s\n", e.step,
                  std::chrono::duration<double>(e.at).count(), e.fiber, sched::to_string(e.why),
-                 e.on != nullptr ? " (" : "", e.on != nullptr ? e.on : "", e.on != nullptr ? ")" : "");
+                 e.on != nullptr ? " (" : "", e.on != nullptr ? e.on : "",
+                 e.on != nullptr ? ")" : "");
   }
 }
 
@@ -312,7 +315,8 @@ exploration explore_report(const std::function<void()>& body, const explore_opti
     result.steps += r.steps;
     if (i == 0 && options.check_determinism) {
       const run_report again = sim.run(body, seed, false);
-      if (again.trace_hash != r.trace_hash || (again.failure == nullptr) != (r.failure == nullptr)) {
+      if (again.trace_hash != r.trace_hash ||
+          (again.failure == nullptr) != (r.failure == nullptr)) {
         throw std::logic_error(
             "tessera::testing::explore: seed " + seed_string(seed) +
             " gave two different schedules (the body depends on something the simulation does "
@@ -321,13 +325,14 @@ exploration explore_report(const std::function<void()>& body, const explore_opti
     }
     if (r.failure != nullptr) {
       if (options.verbose) {
-        std::string hint = options.replay_hint.empty() ? "replay(body, {seed})" : options.replay_hint;
+        std::string hint =
+            options.replay_hint.empty() ? "replay(body, {seed})" : options.replay_hint;
         if (const auto at = hint.find("{seed}"); at != std::string::npos) {
           hint.replace(at, 6, seed_string(seed));
         }
         std::fprintf(stderr,
-                     "tessera::testing: run %" PRIu64 " of %" PRIu64
-                     " failed, seed %s (%" PRIu64 " steps, %u fibers):\n%s\n  replay: %s\n",
+                     "tessera::testing: run %" PRIu64 " of %" PRIu64 " failed, seed %s (%" PRIu64
+                     " steps, %u fibers):\n%s\n  replay: %s\n",
                      i + 1, options.runs, seed_string(seed).c_str(), r.steps, r.fibers,
                      what_of(r.failure).c_str(), hint.c_str());
       }
@@ -348,8 +353,7 @@ exploration explore_report(const std::function<void()>& body, const explore_opti
   return result;
 }
 
-void replay(const std::function<void()>& body, std::uint64_t seed,
-            const explore_options& options) {
+void replay(const std::function<void()>& body, std::uint64_t seed, const explore_options& options) {
   check_options(options, "tessera::testing::replay");
   decode(seed);
   simulator sim(options, !options.trace_file.empty());

@@ -372,8 +372,8 @@ class DeadlockIn : public ::testing::TestWithParam<unsigned> {
   std::string expect_deadlock(F root, std::initializer_list<const char*> waits) {
     watchdog dog("a deadlock that is never reported", 60s);
     if (GetParam() == kSimulated) {
-      const auto r = tessera::testing::run_once(root, tessera::testing::seed_for({}, 0),
-                                                {.verbose = false});
+      const auto r =
+          tessera::testing::run_once(root, tessera::testing::seed_for({}, 0), {.verbose = false});
       std::string report;
       try {
         if (r.failure != nullptr) std::rethrow_exception(r.failure);

@@ -140,7 +140,8 @@ inline void uninterrupted_run_body() {
     for (int i = 0; i < 30; ++i) progress.fetch_add(1);
   });
   auto reader = tessera::fiber([&] {
-    if (progress.load() == 30) throw std::runtime_error("the reader ran after the writer's 30 steps");
+    if (progress.load() == 30)
+      throw std::runtime_error("the reader ran after the writer's 30 steps");
   });
   writer.join();
   reader.join();

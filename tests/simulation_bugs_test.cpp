@@ -43,7 +43,7 @@ TEST(SimulationFindsOldBugs, AutoResetEventTimedWaitRace) {
   const auto pct = tessera::testing::explore_report(simulated::timed_waits_body<false>, deep);
   ASSERT_TRUE(pct.failing_seed.has_value()) << "pct did not find the race in 20,000 runs";
   const auto random = tessera::testing::explore_report(simulated::timed_waits_body<false>,
-                                                      search(strategy::random, 5000));
+                                                       search(strategy::random, 5000));
   ASSERT_TRUE(random.failing_seed.has_value()) << "random did not find the race in 5,000 runs";
   EXPECT_LT(random.runs, 1000u);
   std::printf("auto_reset_event timed-wait race: pct found it in run %llu, random in run %llu\n",
@@ -52,7 +52,8 @@ TEST(SimulationFindsOldBugs, AutoResetEventTimedWaitRace) {
   // It is the hang: the waiter left in the gate never gets out.
   for (const auto& found : {pct, random}) {
     try {
-      tessera::testing::replay(simulated::timed_waits_body<false>, *found.failing_seed, search(strategy::pct, 1));
+      tessera::testing::replay(simulated::timed_waits_body<false>, *found.failing_seed,
+                               search(strategy::pct, 1));
       FAIL() << "the replay passed";
     } catch (const tessera::deadlock_error& e) {
       EXPECT_NE(std::string(e.what()).find("counting_semaphore"), std::string::npos) << e.what();

@@ -18,11 +18,11 @@
 namespace {
 
 using namespace std::chrono_literals;
+using simulated::failure_text;
 using tessera::net::tcp_listener;
 using tessera::net::tcp_stream;
 using tessera::testing::explore_options;
 using tessera::testing::run_once;
-using simulated::failure_text;
 
 explore_options with_delays(std::chrono::nanoseconds lo, std::chrono::nanoseconds hi) {
   explore_options o;
@@ -199,7 +199,7 @@ TEST(SimulatedNetwork, DatagramsAreDelayedReorderedAndDropped) {
       tessera::testing::seed_for(o, 3), o);
   ASSERT_EQ(r.failure, nullptr) << failure_text(r);
   EXPECT_GT(got.size(), 50u);
-  EXPECT_LT(got.size(), 95u);  // about a quarter lost
+  EXPECT_LT(got.size(), 95u);                            // about a quarter lost
   EXPECT_FALSE(std::is_sorted(got.begin(), got.end()));  // overtaken
   std::sort(got.begin(), got.end());
   EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end());  // none twice
@@ -217,7 +217,8 @@ TEST(SimulatedNetwork, SocketsOutsideARunAreTheKernels) {
 // tests/net_test.cpp's "either order passes" cases, with both orders (the
 // wait parked first, or the close or stop first) explored instead of nudged
 // by a sleep, and deadlines checked exactly in virtual time.
-TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead, {.runs = simulated::scaled(200)}) {
+TESSERA_SIM_TEST(NetUnderSimulation, CloseWakesAReaderOrFailsItsRead,
+                 {.runs = simulated::scaled(200)}) {
   auto l = tcp_listener::listen(":0");
   auto client = tcp_stream::connect("127.0.0.1:10000");
   auto server = l.accept();
@@ -261,7 +262,8 @@ TESSERA_SIM_TEST(NetUnderSimulation, AStopRequestCancelsAWaitAndLeavesTheStreamU
   l.close();
 }
 
-TESSERA_SIM_TEST(NetUnderSimulation, AcceptDeadlineAndCloseWakeTheListener, {.runs = simulated::scaled(200)}) {
+TESSERA_SIM_TEST(NetUnderSimulation, AcceptDeadlineAndCloseWakeTheListener,
+                 {.runs = simulated::scaled(200)}) {
   auto l = tcp_listener::listen(":0");
   bool timed_out = false;
   tessera::fiber accepter([&] {

@@ -22,14 +22,14 @@
 namespace {
 
 using namespace std::chrono_literals;
+using simulated::failure_text;
+using simulated::lost_update_body;
+using simulated::uninterrupted_run_body;
 using tessera::testing::explore;
 using tessera::testing::explore_options;
 using tessera::testing::replay;
 using tessera::testing::run_once;
 using tessera::testing::strategy;
-using simulated::failure_text;
-using simulated::lost_update_body;
-using simulated::uninterrupted_run_body;
 
 explore_options quiet(explore_options o = {}) {
   o.verbose = false;
@@ -164,8 +164,7 @@ TEST(Simulation, ExploreFindsALostUpdateAndReplayReproducesIt) {
 }
 
 TEST(Simulation, PctTriesOrdersThatRandomAlmostNeverDoes) {
-  const auto pct =
-      tessera::testing::explore_report(uninterrupted_run_body, quiet({.runs = 100}));
+  const auto pct = tessera::testing::explore_report(uninterrupted_run_body, quiet({.runs = 100}));
   ASSERT_TRUE(pct.failing_seed.has_value());
   EXPECT_LE(pct.runs, 10u);
   explore_options o = quiet({.runs = simulated::scaled(2000)});
@@ -233,7 +232,8 @@ TEST(Simulation, ASpinningFiberLetsTheOthersRunAndALivelockHitsTheStepLimit) {
 TEST(Simulation, AWaitPastTheVirtualTimeLimitFailsTheRun) {
   explore_options o = quiet();
   o.max_virtual_time = 1h;
-  const auto r = run_once([] { tessera::this_fiber::sleep_for(2h); }, tessera::testing::seed_for(o, 0), o);
+  const auto r =
+      run_once([] { tessera::this_fiber::sleep_for(2h); }, tessera::testing::seed_for(o, 0), o);
   EXPECT_NE(failure_text(r).find("virtual time limit"), std::string::npos) << failure_text(r);
 }
 
@@ -305,7 +305,8 @@ TEST(Simulation, ARealRuntimeBesideASimulationKeepsTheRealClock) {
     });
   });
   // Meanwhile a simulation sleeps a day.
-  const auto r = run_once([] { tessera::this_fiber::sleep_for(24h); }, tessera::testing::seed_for({}, 0), quiet());
+  const auto r = run_once([] { tessera::this_fiber::sleep_for(24h); },
+                          tessera::testing::seed_for({}, 0), quiet());
   real.join();
   EXPECT_EQ(r.failure, nullptr);
   EXPECT_GE(real_sleep, 20ms);

@@ -28,7 +28,8 @@ int main() {
       },
       {.runs = 20});
   if (seed) {
-    std::printf("consumer_simulation: seed %s failed\n", tessera::testing::seed_string(*seed).c_str());
+    std::printf("consumer_simulation: seed %s failed\n",
+                tessera::testing::seed_string(*seed).c_str());
     return 1;
   }
   if (std::chrono::steady_clock::now() - start > std::chrono::seconds(30)) {

@@ -40,9 +40,9 @@ class tick_clock {
   /// A reading: TSC ticks or steady_clock nanoseconds.
   static rep now() noexcept {
     if (const simulation_table* s = simulation_hooks.load(std::memory_order_relaxed)) [[unlikely]] {
-      return from_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         s->now().time_since_epoch())
-                         .count());
+      return from_ns(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(s->now().time_since_epoch())
+              .count());
     }
 #if defined(__x86_64__)
     if (uses_tsc) return static_cast<rep>(__rdtsc());

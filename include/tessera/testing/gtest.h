@@ -43,7 +43,8 @@ inline void gtest_explore(void (*body)(), explore_options options, const char* t
     }
     return;
   }
-  options.replay_hint = std::string("TESSERA_SIM_SEED={seed} ") + program + " --gtest_filter=" + test;
+  options.replay_hint =
+      std::string("TESSERA_SIM_SEED={seed} ") + program + " --gtest_filter=" + test;
   const std::optional<std::uint64_t> seed = explore(body, options);
   if (!seed) return;
   std::string what = "(the replay passed: the run is not deterministic)";
@@ -61,17 +62,17 @@ inline void gtest_explore(void (*body)(), explore_options options, const char* t
 }  // namespace tessera::testing
 
 /// A GoogleTest test whose body is explored under the simulation.
-#define TESSERA_SIM_TEST(suite, name, ...)                                                    \
-  static void tessera_sim_body_##suite##_##name();                                            \
-  TEST(suite, name) {                                                                        \
-    ::tessera::testing::gtest_explore(&tessera_sim_body_##suite##_##name,                    \
-                                      ::tessera::testing::explore_options __VA_ARGS__,       \
-                                      #suite "." #name);                                     \
-  }                                                                                          \
+#define TESSERA_SIM_TEST(suite, name, ...)                                             \
+  static void tessera_sim_body_##suite##_##name();                                     \
+  TEST(suite, name) {                                                                  \
+    ::tessera::testing::gtest_explore(&tessera_sim_body_##suite##_##name,              \
+                                      ::tessera::testing::explore_options __VA_ARGS__, \
+                                      #suite "." #name);                               \
+  }                                                                                    \
   static void tessera_sim_body_##suite##_##name()
 
 /// Inside a simulated body: throws std::logic_error if `cond` is false.
-#define TESSERA_SIM_CHECK(cond)                                                              \
-  ((cond) ? (void)0                                                                          \
-          : throw std::logic_error(std::string("check failed: " #cond " at ") + __FILE__ + \
-                                   ":" + std::to_string(__LINE__)))
+#define TESSERA_SIM_CHECK(cond)                                                                  \
+  ((cond) ? (void)0                                                                              \
+          : throw std::logic_error(std::string("check failed: " #cond " at ") + __FILE__ + ":" + \
+                                   std::to_string(__LINE__)))

@@ -219,15 +219,13 @@ class atomic {
     switch_point();
     return v_.compare_exchange_strong(expected, desired, success, failure);
   }
-  T fetch_add(T v, std::memory_order o = std::memory_order_seq_cst) noexcept
-    requires std::is_integral_v<T>
-  {
+  T fetch_add(T v, std::memory_order o =
+                       std::memory_order_seq_cst) noexcept requires std::is_integral_v<T> {
     switch_point();
     return v_.fetch_add(v, o);
   }
-  T fetch_sub(T v, std::memory_order o = std::memory_order_seq_cst) noexcept
-    requires std::is_integral_v<T>
-  {
+  T fetch_sub(T v, std::memory_order o =
+                       std::memory_order_seq_cst) noexcept requires std::is_integral_v<T> {
     switch_point();
     return v_.fetch_sub(v, o);
   }
