@@ -1,7 +1,8 @@
 // sched/simulation.h — the seam between the engine and a deterministic
 // simulation (tessera/testing/simulation.h builds on it; internal).
 //
-// A runtime whose `sim` is set runs one worker, and that worker runs
+// A runtime whose `sim` is set runs one worker, on the thread that calls
+// run() (run_root), kept from run to run, and that worker runs
 // worker::simulate() instead of its usual loop:
 // - Every fiber that becomes runnable is gathered into `ready`, in the order
 //   it became runnable; the control's pick() chooses which one runs next.

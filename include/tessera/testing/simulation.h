@@ -8,16 +8,21 @@
 // seed) runs exactly that schedule again and rethrows its failure.
 //
 // Contract
-// - A run: one worker thread runs every fiber of the body; nothing runs in
-//   parallel. A fiber runs until a switch point: it parks (any wait on any
-//   Tessera primitive, mutexes included, or on a socket), yields or ends;
-//   or, when the schedule says so, it unparks or spawns a fiber or takes a
-//   spin-wait step. Then the schedule picks the next fiber among the
-//   runnable ones. The same seed gives the same picks, event for event.
+// - A run: the calling thread runs every fiber of the body, as the run's one
+//   worker; nothing runs in parallel. A fiber runs until it parks (any wait
+//   on any Tessera primitive, mutexes included, or on a socket), yields or
+//   ends, or until the schedule stops it at a switch point: an unpark or a
+//   spawn it makes, a spin-wait step, the start of a lock, unlock, acquire,
+//   release, signal or notify of a mutex, semaphore, event or condition
+//   variable, and the points the code under test marks (switch_point(),
+//   testing::atomic). Then the schedule picks the next fiber among the
+//   runnable ones; socket readiness is looked at before every pick. The same
+//   seed gives the same picks, event for event.
 // - Virtual time: tessera::steady_clock (tessera/clock.h), every deadline
 //   and `_for` wait, sleeps, socket deadlines and timers read the run's
 //   virtual clock. It stands still while fibers run and jumps to the earliest
-//   deadline when no fiber is runnable, so a test that sleeps an hour takes
+//   deadline when no fiber is runnable (or when every runnable fiber last
+//   yielded or spun: they poll), so a test that sleeps an hour takes
 //   microseconds. It starts at the real steady_clock time of the run's start.
 //   Not covered: std::chrono::steady_clock::now() called by the body itself
 //   (read tessera::steady_clock instead), OS threads, and descriptors other
