@@ -295,7 +295,6 @@ TEST(Simulation, MisuseIsRefusedWithAMessage) {
 
 TEST(Simulation, ARealRuntimeBesideASimulationKeepsTheRealClock) {
   tessera::runtime rt({.workers = 1});
-  std::atomic<bool> stop{false};
   std::chrono::nanoseconds real_sleep{};
   std::thread real([&] {
     rt.run([&] {
