@@ -199,12 +199,7 @@ void worker::finish_current() {
   no_preempt_ = true;  // a simulation does not stop it on the way out
   if (waiter* j = me->joiner.load(std::memory_order_seq_cst)) unpark(j);
   worker_counters::add(counters.finishes);
-  if (rt.sim != nullptr) {
-    sim_why_ = switch_point::finish;
-    switch_to(&sched_rec_, post_action::finish);
-    std::abort();
-  }
-  fiber_record* next = pick_local();
+  fiber_record* next = next_after(switch_point::finish);
   switch_to(next != nullptr ? next : &sched_rec_, post_action::finish);
   std::abort();  // unreachable: a finished fiber is never resumed
 }
@@ -224,29 +219,18 @@ void worker::trace_switch(const fiber_record* from, const fiber_record* to,
 
 void worker::block_current(post_action act) {
   worker_counters::add(counters.parks);
-  if (rt.sim != nullptr) {
-    sim_why_ = switch_point::park;
-    switch_to(&sched_rec_, act);
-    return;
-  }
-  fiber_record* next = pick_local();
+  fiber_record* next = next_after(switch_point::park);
   switch_to(next != nullptr ? next : &sched_rec_, act);
 }
 
 void worker::yield_current() {
-  if (rt.sim != nullptr) {
-    worker_counters::add(counters.yields);
-    sim_why_ = switch_point::yield;
-    switch_to(&sched_rec_, post_action::yield);
-    return;
-  }
-  fiber_record* next = pick_local();
-  if (next == nullptr) {  // nothing else to run here: keep going
+  fiber_record* next = next_after(switch_point::yield);
+  if (next == nullptr && rt.sim == nullptr) {  // nothing else to run here: keep going
     count_turn(current_);
     return;
   }
   worker_counters::add(counters.yields);
-  switch_to(next, post_action::yield);
+  switch_to(next != nullptr ? next : &sched_rec_, post_action::yield);
 }
 
 void worker::report_escaped(fiber_record* f) {

@@ -40,6 +40,14 @@ inline fiber_record* worker::pick_local() {
   return pick_beyond_runnext(tick);
 }
 
+inline fiber_record* worker::next_after(switch_point why) {
+  if (rt.sim != nullptr) [[unlikely]] {
+    sim_why_ = why;
+    return nullptr;
+  }
+  return pick_local();
+}
+
 inline void worker::make_runnext(fiber_record* f) {
   // Only this worker fills the slot, so an empty slot stays empty until we
   // store: no RMW.

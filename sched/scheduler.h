@@ -278,6 +278,10 @@ class worker {
 
   // --- on this worker's thread ---
   fiber_record* pick_local();
+  /// The fiber to switch to when the running one stops at `why` (a park, a
+  /// yield, its end): pick_local()'s, or null for the scheduler context. In
+  /// a simulated runtime always null, `why` noted: its loop picks (pick.h).
+  fiber_record* next_after(switch_point why);
   fiber_record* steal();
   /// Local work, then other workers' deques, then (if asked) a stale runnext slot.
   fiber_record* find_work(bool look_at_runnext);
@@ -423,6 +427,7 @@ class worker {
   void sim_gather();
   bool sim_advance_clock();
   bool sim_all_polling() const noexcept;
+  /// Ends the run as a deadlock (`why` null) or past a limit (`why` says which).
   void sim_fail(const char* why);
   std::uint32_t runnext_streak_ = 0;
   /// What this worker last saw in each other worker's runnext slot: the fiber,

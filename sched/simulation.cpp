@@ -7,6 +7,7 @@
 // and sleeping with a real timeout) all depend on timing; here every choice
 // is the control's, and "nothing to run" is an event of the run (the clock
 // jumps to the next timer, or the run is deadlocked), never a wait.
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -50,10 +51,13 @@ std::chrono::steady_clock::time_point hook_now() noexcept {
   return std::chrono::steady_clock::now();
 }
 
+// A switch point reached on this thread: the simulation's, if it runs one.
+void switch_point_here(switch_point why) noexcept {
+  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) w->sim_switch_point(why);
+}
+
 void hook_spin() noexcept {
-  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) {
-    w->sim_switch_point(switch_point::spin);
-  }
+  switch_point_here(switch_point::spin);
 }
 
 bool hook_random(std::uint32_t& out) noexcept {
@@ -64,9 +68,7 @@ bool hook_random(std::uint32_t& out) noexcept {
 }
 
 void hook_sync_call() noexcept {
-  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) {
-    w->sim_switch_point(switch_point::sync);
-  }
+  switch_point_here(switch_point::sync);
 }
 
 constexpr detail::simulation_table kHooks{&hook_now, &hook_spin, &hook_random, &hook_sync_call};
@@ -87,9 +89,7 @@ void simulation_ended() noexcept {
 }
 
 void marked_switch_point() noexcept {
-  if (worker* w = tls_worker; w != nullptr && w->rt.sim != nullptr) {
-    w->sim_switch_point(switch_point::marked);
-  }
+  switch_point_here(switch_point::marked);
 }
 
 void worker::sim_switch_point(switch_point why) noexcept {
@@ -116,14 +116,12 @@ void worker::sim_gather() {
     f = next;
   }
   while (fiber_record* f = rt.global.pop()) sim_ready_.push_back(f);
-  if (rt.jobs_used() && has_job_work(false)) {
-    bool runner_ready = false;
-    for (const fiber_record* f : sim_ready_) {
-      runner_ready = runner_ready || f->listed_runner.load(std::memory_order_relaxed);
-    }
-    if (!runner_ready) {
-      if (fiber_record* r = acquire_runner()) sim_ready_.push_back(r);
-    }
+  const auto is_runner = [](const fiber_record* f) {
+    return f->listed_runner.load(std::memory_order_relaxed);
+  };
+  if (rt.jobs_used() && has_job_work(false) &&
+      std::none_of(sim_ready_.begin(), sim_ready_.end(), is_runner)) {
+    if (fiber_record* r = acquire_runner()) sim_ready_.push_back(r);
   }
 }
 
@@ -145,7 +143,7 @@ void worker::sim_fail(const char* why) {
   if (rt.deadlocked.load(std::memory_order_relaxed)) return;
   const std::vector<seen_fiber> fibers = rt.snapshot(true);
   std::string text;
-  if (sim_ready_.empty() && std::string_view(why).empty()) {
+  if (why == nullptr) {
     text = runtime_impl::deadlock_text("nothing in the simulation can wake them (no timer is set)",
                                        fibers);
   } else {
@@ -164,10 +162,8 @@ void worker::sim_fail(const char* why) {
 // Every runnable fiber last stopped at a yield or a spin-wait: they poll for
 // something, and in a real run time would pass meanwhile.
 bool worker::sim_all_polling() const noexcept {
-  for (const fiber_record* f : sim_ready_) {
-    if (!f->sim_polling) return false;
-  }
-  return true;
+  return std::all_of(sim_ready_.begin(), sim_ready_.end(),
+                     [](const fiber_record* f) { return f->sim_polling; });
 }
 
 void worker::simulate() {
@@ -186,7 +182,7 @@ void worker::simulate() {
       if (rt.all_done.load(std::memory_order_acquire)) break;
       if (sim_advance_clock()) continue;
       if (rt.deadlocked.load(std::memory_order_relaxed)) break;
-      sim_fail("");
+      sim_fail(nullptr);  // a deadlock
       break;
     }
     if (sim.steps >= sim.max_steps) {

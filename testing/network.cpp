@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "splitmix64.h"
 #include "tessera/runtime.h"
 
 namespace tessera::testing::detail {
@@ -35,13 +36,6 @@ std::pair<int, int> socket_pair(int type, const char* what) {
                             std::string("tessera::testing: simulated ") + what + ": socketpair");
   }
   return {fds[0], fds[1]};
-}
-
-std::uint64_t next_random(std::uint64_t& x) noexcept {
-  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 // Runs `f` on a fiber of its own that nobody joins.
@@ -115,12 +109,12 @@ std::chrono::nanoseconds network::delay() {
   if (span.count() == 0) return options_.min_delay;
   return options_.min_delay +
          std::chrono::nanoseconds(static_cast<std::int64_t>(
-             next_random(rng_) % (static_cast<std::uint64_t>(span.count()) + 1)));
+             splitmix64(rng_) % (static_cast<std::uint64_t>(span.count()) + 1)));
 }
 
 bool network::chance(double p) {
   if (p <= 0) return false;
-  return static_cast<double>(next_random(rng_) >> 11) * 0x1p-53 < p;
+  return static_cast<double>(splitmix64(rng_) >> 11) * 0x1p-53 < p;
 }
 
 bool network::cut(unsigned short a, unsigned short b) const {

@@ -27,12 +27,14 @@
 
 #include "network.h"
 #include "scheduler.h"
+#include "splitmix64.h"
 #include "tessera/clock.h"
 #include "tessera/runtime.h"
 
 namespace tessera::testing {
 namespace {
 
+using detail::splitmix64;
 using sched::fiber_record;
 using sched::switch_point;
 
@@ -41,13 +43,6 @@ constexpr unsigned kDepthShift = 56;
 constexpr unsigned kStepsShift = 50;
 constexpr std::uint64_t kStreamMask = (std::uint64_t{1} << kStepsShift) - 1;
 constexpr unsigned kFirstStepsLog2 = 10;
-
-std::uint64_t splitmix64(std::uint64_t& x) noexcept {
-  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 struct decoded_seed {
   strategy how;
@@ -153,7 +148,7 @@ class schedule final : public sched::simulation_control {
   std::uint32_t random() override { return static_cast<std::uint32_t>(next() >> 32); }
 
   std::uint64_t trace_hash() const noexcept { return hash_; }
-  const std::vector<step_event>& events() const noexcept { return events_; }
+  std::vector<step_event> take_events() noexcept { return std::move(events_); }
   std::chrono::steady_clock::time_point start{};
 
  private:
@@ -208,7 +203,7 @@ class simulator {
     r.steps = s.steps;
     r.fibers = s.fibers;
     r.virtual_time = s.now - s.start;
-    if (record) events_ = s.events();
+    if (record) events_ = s.take_events();
     return r;
   }
 
@@ -233,16 +228,6 @@ class simulator {
   std::vector<step_event> events_;
 };
 
-std::string what_of(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "an exception not derived from std::exception";
-  }
-}
-
 void print_trace(const std::vector<step_event>& events, std::uint64_t seed) {
   std::fprintf(stderr,
                "tessera::testing: trace of seed %s (step, virtual time, fiber, why it stopped)\n",
@@ -256,6 +241,17 @@ void print_trace(const std::vector<step_event>& events, std::uint64_t seed) {
 }
 
 }  // namespace
+
+std::string failure_text(const std::exception_ptr& failure) {
+  if (failure == nullptr) return "";
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
 
 std::string seed_string(std::uint64_t seed) {
   char text[24];
@@ -334,7 +330,7 @@ exploration explore_report(const std::function<void()>& body, const explore_opti
                      "tessera::testing: run %" PRIu64 " of %" PRIu64 " failed, seed %s (%" PRIu64
                      " steps, %u fibers):\n%s\n  replay: %s\n",
                      i + 1, options.runs, seed_string(seed).c_str(), r.steps, r.fibers,
-                     what_of(r.failure).c_str(), hint.c_str());
+                     failure_text(r.failure).c_str(), hint.c_str());
       }
       result.failing_seed = seed;
       result.failure = r.failure;

@@ -147,14 +147,4 @@ inline void uninterrupted_run_body() {
   reader.join();
 }
 
-/// What a run's failure says ("" when it passed).
-inline std::string failure_text(const tessera::testing::run_report& r) {
-  if (r.failure == nullptr) return "";
-  try {
-    std::rethrow_exception(r.failure);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace simulated

@@ -18,7 +18,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using simulated::failure_text;
+using tessera::testing::failure_text;
 using tessera::net::tcp_listener;
 using tessera::net::tcp_stream;
 using tessera::testing::explore_options;
@@ -83,7 +83,7 @@ void echo_body() {
 TEST(SimulatedNetwork, EchoesWithDelaysInVirtualTime) {
   const auto o = with_delays(1ms, 10ms);
   const auto a = run_once(echo_body, tessera::testing::seed_for(o, 0), o);
-  ASSERT_EQ(a.failure, nullptr) << failure_text(a);
+  ASSERT_EQ(a.failure, nullptr) << failure_text(a.failure);
   EXPECT_GE(a.virtual_time, 3ms);  // handshake, request, reply: 1 ms each at least
   EXPECT_LE(a.virtual_time, 200ms);
   const auto b = run_once(echo_body, tessera::testing::seed_for(o, 0), o);
@@ -105,7 +105,7 @@ TEST(SimulatedNetwork, AConnectionToAPortNobodyListensOnIsRefused) {
         TESSERA_SIM_CHECK(ec == std::errc::connection_refused);
       },
       1, with_delays(0ms, 0ms));
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
 }
 
 TEST(SimulatedNetwork, AResetFailsBothEnds) {
@@ -124,7 +124,7 @@ TEST(SimulatedNetwork, AResetFailsBothEnds) {
         l.close();
       },
       1, with_delays(1ms, 1ms));
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
 }
 
 TEST(SimulatedNetwork, APartitionHoldsTcpUntilHealedAndTimesOutConnects) {
@@ -151,7 +151,7 @@ TEST(SimulatedNetwork, APartitionHoldsTcpUntilHealedAndTimesOutConnects) {
         l.close();
       },
       1, with_delays(1ms, 1ms));
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
 }
 
 TEST(SimulatedNetwork, ALongPartitionResetsTheConnection) {
@@ -171,7 +171,7 @@ TEST(SimulatedNetwork, ALongPartitionResetsTheConnection) {
         l.close();
       },
       1, o);
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
   EXPECT_GE(r.virtual_time, 1min);
 }
 
@@ -197,7 +197,7 @@ TEST(SimulatedNetwork, DatagramsAreDelayedReorderedAndDropped) {
         }
       },
       tessera::testing::seed_for(o, 3), o);
-  ASSERT_EQ(r.failure, nullptr) << failure_text(r);
+  ASSERT_EQ(r.failure, nullptr) << failure_text(r.failure);
   EXPECT_GT(got.size(), 50u);
   EXPECT_LT(got.size(), 95u);                            // about a quarter lost
   EXPECT_FALSE(std::is_sorted(got.begin(), got.end()));  // overtaken

@@ -22,7 +22,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using simulated::failure_text;
+using tessera::testing::failure_text;
 using simulated::lost_update_body;
 using simulated::uninterrupted_run_body;
 using tessera::testing::explore;
@@ -46,7 +46,7 @@ TEST(Simulation, VirtualTimeJumpsToTheNextDeadline) {
         slept = tessera::steady_clock::now() - t0;
       },
       tessera::testing::seed_for({}, 0), quiet());
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
   EXPECT_EQ(slept, 1h);
   EXPECT_EQ(r.virtual_time, 1h);
   EXPECT_LT(std::chrono::steady_clock::now() - real_start, 10s);
@@ -75,7 +75,7 @@ TEST(Simulation, EveryTimedWaitTimesOutInVirtualTime) {
         m.unlock();
       },
       tessera::testing::seed_for({}, 1), quiet());
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
   EXPECT_EQ(r.virtual_time, 100ms);
 }
 
@@ -99,7 +99,7 @@ TEST(Simulation, AFiberBlockedOnAMutexLetsTimeAdvance) {
         TESSERA_SIM_CHECK(order == 2);
       },
       tessera::testing::seed_for({}, 2), quiet());
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
   EXPECT_EQ(r.virtual_time, 5min);
 }
 
@@ -134,7 +134,7 @@ TEST(Simulation, TheSameSeedGivesTheSameTrace) {
       const std::uint64_t seed = tessera::testing::seed_for(o, i);
       const auto a = run_once(ring_body, seed, o);
       const auto b = run_once(ring_body, seed, o);
-      ASSERT_EQ(a.failure, nullptr) << failure_text(a);
+      ASSERT_EQ(a.failure, nullptr) << failure_text(a.failure);
       EXPECT_EQ(a.trace_hash, b.trace_hash) << tessera::testing::seed_string(seed);
       EXPECT_EQ(a.steps, b.steps);
       EXPECT_EQ(a.virtual_time, b.virtual_time);
@@ -216,7 +216,7 @@ TEST(Simulation, ASpinningFiberLetsTheOthersRunAndALivelockHitsTheStepLimit) {
         setter.join();
       },
       tessera::testing::seed_for({}, 3), quiet());
-  EXPECT_EQ(r.failure, nullptr) << failure_text(r);
+  EXPECT_EQ(r.failure, nullptr) << failure_text(r.failure);
 
   explore_options o = quiet();
   o.max_steps = 500;
@@ -225,8 +225,8 @@ TEST(Simulation, ASpinningFiberLetsTheOthersRunAndALivelockHitsTheStepLimit) {
         for (;;) tessera::this_fiber::yield();
       },
       tessera::testing::seed_for(o, 0), o);
-  EXPECT_NE(failure_text(spin).find("passed its step limit"), std::string::npos)
-      << failure_text(spin);
+  EXPECT_NE(failure_text(spin.failure).find("passed its step limit"), std::string::npos)
+      << failure_text(spin.failure);
 }
 
 TEST(Simulation, AWaitPastTheVirtualTimeLimitFailsTheRun) {
@@ -234,7 +234,7 @@ TEST(Simulation, AWaitPastTheVirtualTimeLimitFailsTheRun) {
   o.max_virtual_time = 1h;
   const auto r =
       run_once([] { tessera::this_fiber::sleep_for(2h); }, tessera::testing::seed_for(o, 0), o);
-  EXPECT_NE(failure_text(r).find("virtual time limit"), std::string::npos) << failure_text(r);
+  EXPECT_NE(failure_text(r.failure).find("virtual time limit"), std::string::npos) << failure_text(r.failure);
 }
 
 TEST(Simulation, JobsChannelsAndSelectRunUnderTheSimulation) {

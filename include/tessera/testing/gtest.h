@@ -43,19 +43,12 @@ inline void gtest_explore(void (*body)(), explore_options options, const char* t
     }
     return;
   }
-  options.replay_hint =
-      std::string("TESSERA_SIM_SEED={seed} ") + program + " --gtest_filter=" + test;
-  const std::optional<std::uint64_t> seed = explore(body, options);
-  if (!seed) return;
-  std::string what = "(the replay passed: the run is not deterministic)";
-  options.verbose = false;
-  try {
-    replay(body, *seed, options);
-  } catch (const std::exception& e) {
-    what = e.what();
-  }
-  ADD_FAILURE() << "seed " << seed_string(*seed) << " failed:\n"
-                << what << "\nreplay: TESSERA_SIM_SEED=" << seed_string(*seed) << ' ' << program
+  options.replay_hint = std::string("TESSERA_SIM_SEED={seed} ") + program + " --gtest_filter=" + test;
+  const exploration found = explore_report(body, options);
+  if (!found.failing_seed) return;
+  const std::string seed = seed_string(*found.failing_seed);
+  ADD_FAILURE() << "seed " << seed << " failed:\n"
+                << failure_text(found.failure) << "\nreplay: TESSERA_SIM_SEED=" << seed << ' ' << program
                 << " --gtest_filter=" << test;
 }
 

@@ -72,6 +72,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -252,6 +253,10 @@ void heal();
 /// Inside a run: resets the connection of `stream` (a stream of the
 /// simulated network); both ends fail with std::errc::connection_reset.
 void reset(net::tcp_stream& stream);
+
+/// What a run's failure says: its what(), a note when it is not a
+/// std::exception, or "" when there is none (`failure` null).
+std::string failure_text(const std::exception_ptr& failure);
 
 /// A seed as the explorer prints it ("0x1304000000012abc").
 std::string seed_string(std::uint64_t seed);
