@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -212,8 +213,65 @@ std::size_t transfer(descriptor& d, bool closed, bool write, Op&& op, std::error
 }
 }  // namespace
 
+namespace {
+tessera::detail::deadline to_deadline(clock::time_point d) noexcept {
+  return d == clock::time_point::max() ? tessera::detail::deadline()
+                                       : tessera::detail::deadline(d);
+}
+
+// A completion call's outcome as the transfer calls report it.
+std::size_t completed(const tessera::sched::completion_result& r, std::error_code& ec) {
+  using tessera::sched::io_wait;
+  switch (r.wait) {
+    case io_wait::ready:
+      if (r.error != 0) {
+        ec = std::error_code(r.error, std::system_category());
+        return 0;
+      }
+      return static_cast<std::size_t>(r.value);
+    case io_wait::timed_out:
+      ec = std::make_error_code(std::errc::timed_out);
+      return 0;
+    case io_wait::closed:
+      ec = error::closed;
+      return 0;
+    case io_wait::busy:
+      ec = error::busy;
+      return 0;
+    case io_wait::cancelled:
+      ec = std::make_error_code(std::errc::operation_canceled);
+      return 0;
+  }
+  return 0;
+}
+}  // namespace
+
+// Reads of a descriptor whose bytes arrive through a ring's buffers
+// (completion backend): the same path for every read call, so that none
+// overtakes bytes already received. Null result: not such a descriptor.
+std::optional<std::size_t> descriptor::read_received(void* buf, std::size_t n,
+                                                     std::error_code& ec,
+                                                     clock::time_point deadline) {
+  auto& d = *desc_->desc;
+  if (const std::size_t got = tessera::sched::take_spill(d, buf, n); got > 0) return got;
+  tessera::sched::poller* p = tessera::sched::completion_poller(d, true);
+  if (p == nullptr) return std::nullopt;
+  return completed(
+      tessera::sched::completion_recv(*p, d, buf, n, to_deadline(effective(false, deadline))),
+      ec);
+}
+
 std::size_t descriptor::read(void* buf, std::size_t n, std::error_code& ec,
                              clock::time_point deadline) {
+  ec.clear();
+  if (closed()) {
+    ec = error::closed;
+    return 0;
+  }
+  if (desc_->desc->rx_owner.load(std::memory_order_acquire) != nullptr ||
+      desc_->desc->has_spill.load(std::memory_order_acquire)) {
+    if (auto got = read_received(buf, n, ec, deadline)) return *got;
+  }
   const int fd = native_handle();
   return transfer(
       *this, closed(), false, [&] { return ::read(fd, buf, n); }, ec, deadline);
@@ -226,6 +284,15 @@ std::size_t descriptor::write(const void* buf, std::size_t n, std::error_code& e
 }
 std::size_t descriptor::readv(const iovec* iov, int count, std::error_code& ec,
                               clock::time_point deadline) {
+  if (!closed() && (desc_->desc->rx_owner.load(std::memory_order_acquire) != nullptr ||
+                    desc_->desc->has_spill.load(std::memory_order_acquire))) {
+    // Into the first non-empty buffer: a short read, as readv may return.
+    ec.clear();
+    int i = 0;
+    while (i < count && iov[i].iov_len == 0) ++i;
+    if (i == count) return 0;
+    if (auto got = read_received(iov[i].iov_base, iov[i].iov_len, ec, deadline)) return *got;
+  }
   const int fd = native_handle();
   return transfer(
       *this, closed(), false, [&] { return ::readv(fd, iov, count); }, ec, deadline);
@@ -238,6 +305,12 @@ std::size_t descriptor::writev(const iovec* iov, int count, std::error_code& ec,
 }
 std::size_t descriptor::recv(void* buf, std::size_t n, int flags, std::error_code& ec,
                              clock::time_point deadline) {
+  if (flags == 0 && !closed() &&
+      (desc_->desc->rx_owner.load(std::memory_order_acquire) != nullptr ||
+       desc_->desc->has_spill.load(std::memory_order_acquire))) {
+    ec.clear();
+    if (auto got = read_received(buf, n, ec, deadline)) return *got;
+  }
   const int fd = native_handle();
   return transfer(
       *this, closed(), false, [&] { return ::recv(fd, buf, n, flags); }, ec, deadline);
@@ -258,6 +331,10 @@ std::size_t descriptor::recv_stream(void* buf, std::size_t n, std::error_code& e
     ec = error::closed;
     return 0;
   }
+  // The completion backend: the bytes come from the ring's buffers.
+  if (n > 0) {
+    if (auto got = read_received(buf, n, ec, deadline)) return *got;
+  }
   if (n > 0 && desc_->drained.load(std::memory_order_relaxed) &&
       !desc_->desc->peer_closed.load(std::memory_order_relaxed)) {
     desc_->drained.store(false, std::memory_order_relaxed);
@@ -274,6 +351,14 @@ std::size_t descriptor::recv_stream(void* buf, std::size_t n, std::error_code& e
 }
 std::size_t descriptor::send(const void* buf, std::size_t n, int flags, std::error_code& ec,
                              clock::time_point deadline) {
+  if (flags == 0 && n > 0 && !closed()) {
+    if (tessera::sched::poller* p = tessera::sched::completion_poller(*desc_->desc, false)) {
+      ec.clear();
+      return completed(tessera::sched::completion_send(*p, *desc_->desc, buf, n,
+                                                       to_deadline(effective(true, deadline))),
+                       ec);
+    }
+  }
   const int fd = native_handle();
   return transfer(
       *this, closed(), true, [&] { return ::send(fd, buf, n, flags | MSG_NOSIGNAL); }, ec,
@@ -283,6 +368,11 @@ std::size_t descriptor::send(const void* buf, std::size_t n, int flags, std::err
 std::error_code descriptor::wait_ready(bool write, clock::time_point deadline) {
   std::error_code ec;
   if (closed()) return error::closed;
+  if (!write && desc_->desc->rx_owner.load(std::memory_order_acquire) != nullptr) {
+    // Readable: bytes (or the end) wait in the ring's buffers.
+    read_received(nullptr, 0, ec, deadline);
+    return ec;
+  }
   errno = EAGAIN;  // as after a call that would block: again() waits
   again(write, ec, deadline);
   return ec;
@@ -305,6 +395,28 @@ std::size_t descriptor::write(const void* buf, std::size_t n) {
   const std::size_t r = write(buf, n, ec);
   if (ec) throw_io("write", native_handle(), ec);
   return r;
+}
+
+int descriptor::accept(std::error_code& ec, clock::time_point deadline) {
+  ec.clear();
+  if (closed()) {
+    ec = error::closed;
+    return -1;
+  }
+  auto& d = *desc_->desc;
+  if (tessera::sched::poller* p = tessera::sched::completion_poller(d, false)) {
+    const auto r = tessera::sched::completion_accept(*p, d, to_deadline(effective(false, deadline)));
+    if (r.wait != tessera::sched::io_wait::ready || r.error != EXDEV) {
+      completed(r, ec);
+      return ec ? -1 : static_cast<int>(r.value);
+    }
+  }
+  const int fd = native_handle();
+  const ssize_t r = call(
+      false,
+      [&] { return static_cast<ssize_t>(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)); },
+      ec, deadline);
+  return static_cast<int>(r);
 }
 
 void descriptor::interrupt() noexcept {

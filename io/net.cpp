@@ -74,18 +74,10 @@ constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
 // pause is a wait for the listener to turn writable, which a listening
 // socket never does: close() and interrupt() end it as they end any wait.
 tcp_stream accept_on(io::descriptor& d, std::error_code& ec, io::clock::time_point deadline) {
-  const int lfd = d.native_handle();
   auto backoff = std::chrono::duration_cast<io::clock::duration>(kAcceptBackoffFirst);
   for (;;) {
-    ec.clear();
-    const ssize_t fd = d.call(
-        false,
-        [&] {
-          return static_cast<ssize_t>(
-              ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        },
-        ec, deadline);
-    if (fd >= 0) return tcp_stream(io::descriptor(static_cast<int>(fd)));
+    const int fd = d.accept(ec, deadline);
+    if (fd >= 0) return tcp_stream(io::descriptor(fd));
     if (!out_of_resources(ec)) return {};
     const auto now = io::clock::now();
     if (deadline <= now) return {};  // ec says what stopped us

@@ -20,19 +20,34 @@ fiber_record* worker::idle() {
     // one-connection echo at a seventh of the rate, and p99 at a fixed
     // request rate five times higher, on this VM; going straight to sleep
     // cost a fifth of the saturated request rate (a sleep and wake-up
-    // between requests).
+    // between requests). A poll that is a system call backs off between
+    // empty polls (kSpinPollFirstGap doubling to kSpinPollMaxGap): back-to-
+    // back polls each found the one request that had just come, where one
+    // later poll finds several (docs/benchmarks.md, "System calls per
+    // request"). The completion backend's poll is free while the kernel has
+    // nothing for it, so it polls at every turn.
     if (spin && rt.io.active()) {
       rt.spinners.fetch_add(1, std::memory_order_seq_cst);
-      const auto spin_until = steady::now() + rt.opts.idle_spin;
+      auto now = steady::now();
+      const auto spin_until = now + rt.opts.idle_spin;
+      const bool backoff = !rt.io.cheap_poll();
+      auto next_poll = now;
+      auto gap = kSpinPollFirstGap;
       for (unsigned i = 1;; ++i) {
-        if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
+        if (now >= next_poll && !rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
             !rt.io.polling.exchange(true, std::memory_order_acquire)) {
           note_io(rt.io.poll(std::chrono::nanoseconds(0)));
           rt.io.polling.store(false, std::memory_order_release);
+          if (backoff) {
+            next_poll = now + gap;
+            gap = std::min(gap * 2, kSpinPollMaxGap);
+          }
         }
         f = find_work((i & 31) == 0);
         if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;
-        if (steady::now() >= spin_until) break;
+        now = steady::now();
+        if (now >= spin_until) break;
+        if (backoff) cpu_relax();
       }
       rt.spinners.fetch_sub(1, std::memory_order_seq_cst);
       if (f != nullptr) break;
@@ -91,6 +106,7 @@ fiber_record* worker::idle() {
         if (sleep_word_.load(std::memory_order_seq_cst) == 1) note_io(rt.io.poll(wait));
         rt.io.polling.store(false, std::memory_order_release);
       } else {
+        rt.io.flush();  // queued SQEs must not wait for this worker's next poll
         futex_wait(&sleep_word_, std::uint32_t{1},
                    timed ? detail::deadline(deadline) : detail::deadline());
       }

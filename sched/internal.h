@@ -34,10 +34,22 @@ constexpr std::uint32_t kRunnextLimit = 16;  // runnext picks in a row
 // steady clock at every pick is a measurable share of a switch (docs/benchmarks.md).
 constexpr std::uint64_t kTimerCheckTicks = 4096;
 // Busy workers poll for I/O readiness without blocking at most once per this
-// many CPU timestamp ticks (some 40-60 µs at 2-3 GHz): a system call, so much
-// rarer than the timer check, yet bounding how long a ready socket waits while
-// fibers keep every worker busy.
-constexpr std::uint64_t kIoPollTicks = std::uint64_t{1} << 17;
+// many CPU timestamp ticks (some 0.7-1 ms at 2-3 GHz; Go's sysmon polls a busy
+// scheduler every 10 ms): bounding how long a ready socket waits while fibers
+// keep every worker busy. Workers poll whenever they run out of fibers, so
+// under load this is rarely the poll that finds sockets ready; at 1/17 of
+// this (the interval until 2026) the busy polls were a third of a loaded HTTP
+// server's polls, each returning a few events, where one later poll would
+// have returned them all (docs/benchmarks.md, "System calls per request").
+constexpr std::uint64_t kIoPollTicks = std::uint64_t{1} << 21;
+// With SQEs queued (the completion backend's sends), a busy worker submits
+// them after at most this many ticks (some 5-8 µs): they batch, and a
+// request's answer does not wait for the next readiness poll.
+constexpr std::uint64_t kIoSubmitTicks = std::uint64_t{1} << 14;
+// An idle worker's spin polls a poller whose poll is a system call at these
+// intervals: the first gap after its first poll, doubling to the last.
+constexpr std::chrono::nanoseconds kSpinPollFirstGap{500};
+constexpr std::chrono::nanoseconds kSpinPollMaxGap{4000};
 // A runnext slot is stolen once it has held the same fiber, with its owner
 // picking nothing, for this long. Long enough that a waker that parks soon (a
 // hand-off) or computes briefly runs the woken fiber itself, on its warm core;

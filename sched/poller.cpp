@@ -91,7 +91,19 @@ poll_desc* new_poll_desc(int fd) {
   d->cancelled.store(false, std::memory_order_relaxed);
   d->peer_closed.store(false, std::memory_order_relaxed);
   d->registered.store(nullptr, std::memory_order_relaxed);
+  d->polled = false;
   d->next_free = nullptr;
+  d->rx_owner.store(nullptr, std::memory_order_relaxed);
+  {
+    // Under its lock: a stale completion may be looking at the record (and
+    // finds rx_armed false, which close left it).
+    std::lock_guard rx(d->rx_lock);
+    d->rx_armed = false;
+    d->rx_end = 0;
+    d->rx_head = d->rx_tail = -1;
+    d->rx_offset = 0;
+    d->rx_spill.reset();
+  }
   return d;
 }
 
@@ -104,11 +116,21 @@ void free_poll_desc(poll_desc* d) noexcept {
 }
 
 io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline) {
-  const wait_scope scope(write ? "socket write" : "socket read", &d, d.fd);
   worker* w = current_worker();
-  if (w == nullptr || !w->on_fiber()) return thread_wait(d, write, deadline);
-  // A fiber: register with this runtime's poller the first time.
-  if (d.registered.load(std::memory_order_acquire) == nullptr) poller::register_desc(d, w->rt);
+  if (w == nullptr || !w->on_fiber()) {
+    const wait_scope scope(write ? "socket write" : "socket read", &d, d.fd);
+    return thread_wait(d, write, deadline);
+  }
+  // A fiber: register with this runtime's poller the first time (and, where
+  // the completion backend registered it without one, arm its poll).
+  if (d.registered.load(std::memory_order_acquire) == nullptr || !d.polled) {
+    poller::register_desc(d, w->rt);
+  }
+  return wait_word(d, write, deadline);
+}
+
+io_wait wait_word(poll_desc& d, bool write, detail::deadline deadline) {
+  const wait_scope scope(write ? "socket write" : "socket read", &d, d.fd);
   auto& word = write ? d.wr : d.rd;
   if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
   waiter* me = self();
@@ -182,30 +204,51 @@ io_backend from_environment(io_backend requested) {
   const std::string v(env);
   if (v == "epoll") return io_backend::epoll;
   if (v == "io_uring") return io_backend::io_uring;
+  if (v == "io_uring_poll") return io_backend::io_uring_poll;
   throw std::invalid_argument("tessera::runtime: TESSERA_IO_BACKEND='" + v +
-                              "' is neither 'epoll' nor 'io_uring'");
+                              "' is not 'epoll', 'io_uring' or 'io_uring_poll'");
 }
 }  // namespace
 
-poller::poller(io_backend requested) : backend_(from_environment(requested)) {
-  // automatic means epoll, the faster backend (docs/benchmarks.md).
+poller::poller(const runtime_options& opts) : backend_(from_environment(opts.io)), opts_(opts) {
+  // automatic means the backend that measured faster here (io_backend).
   if (backend_ == io_backend::automatic) {
-    backend_ = io_backend::epoll;
-  } else if (backend_ == io_backend::io_uring && !uring_works()) {
+    backend_ = automatic_backend();
+  } else if (backend_ == io_backend::io_uring_poll && !uring_works(false)) {
+    throw std::system_error(ENOSYS, std::generic_category(),
+                            "tessera::runtime: io_backend::io_uring_poll was asked for, but this "
+                            "kernel refuses io_uring or its multishot poll (Linux 5.13)");
+  } else if (backend_ == io_backend::io_uring && !uring_works(true)) {
     throw std::system_error(ENOSYS, std::generic_category(),
                             "tessera::runtime: io_backend::io_uring was asked for, but this kernel "
-                            "refuses io_uring or its multishot poll (Linux 5.13)");
+                            "refuses io_uring, its multishot receive or provided-buffer rings "
+                            "(Linux 6.0)");
   }
 }
 
 const char* poller::backend_name() const noexcept {
-  return backend_ == io_backend::io_uring ? "io_uring (multishot poll)" : "epoll (edge-triggered)";
+  switch (backend_) {
+    case io_backend::io_uring:
+      return "io_uring (completion: multishot receive into provided buffers, batched sends, "
+             "multishot accept)";
+    case io_backend::io_uring_poll:
+      return "io_uring (multishot poll)";
+    default:
+      return "epoll (edge-triggered)";
+  }
+}
+
+bool poller::uses_uring() const noexcept {
+  return backend_ == io_backend::io_uring || backend_ == io_backend::io_uring_poll;
 }
 
 poller::~poller() {
   {
     std::lock_guard lock(registration_lock());
-    for (poll_desc* d : descs_) d->registered.store(nullptr, std::memory_order_release);
+    for (poll_desc* d : descs_) {
+      if (uring_ != nullptr) uring_forget(*d);
+      d->registered.store(nullptr, std::memory_order_release);
+    }
   }
   uring_destroy();
   if (epfd_ >= 0) ::close(epfd_);
@@ -213,7 +256,7 @@ poller::~poller() {
 }
 
 void poller::init() {
-  if (backend_ == io_backend::io_uring) {
+  if (uses_uring()) {
     std::call_once(once_, [this] { uring_init(); });
     return;
   }
@@ -232,13 +275,24 @@ void poller::init() {
   });
 }
 
-void poller::register_desc(poll_desc& d, runtime_impl& owner) {
+void poller::register_desc(poll_desc& d, runtime_impl& owner, bool arm_poll) {
   std::lock_guard lock(registration_lock());
-  if (d.registered.load(std::memory_order_relaxed) != nullptr) return;
-  ++d.registration;
-  owner.io.add(d);
-  owner.io.descs_.insert(&d);
-  d.registered.store(&owner, std::memory_order_release);
+  runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
+  if (rt == nullptr) {
+    ++d.registration;
+    owner.io.init();
+    owner.io.descs_.insert(&d);
+    d.polled = false;
+    d.registered.store(&owner, std::memory_order_release);
+    rt = &owner;
+    owner.io.active_.store(true, std::memory_order_release);
+  }
+  // Only epoll and poll-mode io_uring register for readiness at once; the
+  // completion backend arms a poll at the first readiness wait.
+  if (!d.polled && (arm_poll || rt->io.backend_ != io_backend::io_uring)) {
+    rt->io.add(d);
+    d.polled = true;
+  }
 }
 
 void poller::unregister_desc(poll_desc& d) noexcept {
@@ -247,14 +301,13 @@ void poller::unregister_desc(poll_desc& d) noexcept {
   if (rt == nullptr) return;
   rt->io.remove(d);
   rt->io.descs_.erase(&d);
+  d.polled = false;
   d.registered.store(nullptr, std::memory_order_release);
 }
 
 void poller::add(poll_desc& d) {
-  init();
-  if (backend_ == io_backend::io_uring) {
+  if (uses_uring()) {
     uring_add(d);
-    active_.store(true, std::memory_order_release);
     return;
   }
   epoll_event ev{};
@@ -271,15 +324,14 @@ void poller::add(poll_desc& d) {
         errno, std::generic_category(),
         "tessera: registering descriptor " + std::to_string(d.fd) + " with the poller (epoll_ctl)");
   }
-  active_.store(true, std::memory_order_release);
 }
 
 void poller::remove(poll_desc& d) noexcept {
-  if (backend_ == io_backend::io_uring) {
+  if (uses_uring()) {
     uring_remove(d);
     return;
   }
-  if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
+  if (epfd_ >= 0 && d.polled) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
 }
 
 namespace {
@@ -308,7 +360,7 @@ int epoll_wait_for(int epfd, epoll_event* events, int max, std::chrono::nanoseco
 
 int poller::poll(std::chrono::nanoseconds timeout) noexcept {
   if (!active()) return 0;
-  if (backend_ == io_backend::io_uring) return uring_poll(timeout);
+  if (uses_uring()) return uring_poll(timeout);
   epoll_event events[64];
   const int n = epoll_wait_for(epfd_, events, 64, timeout);
   int ready = 0;
@@ -334,7 +386,7 @@ int poller::poll(std::chrono::nanoseconds timeout) noexcept {
 }
 
 void poller::wake() noexcept {
-  if (backend_ == io_backend::io_uring) {
+  if (uses_uring()) {
     uring_wake();
     return;
   }

@@ -10,7 +10,7 @@ namespace tessera::sched {
 // ---- runtime_impl --------------------------------------------------------------------
 runtime_impl::runtime_impl(const runtime_options& o)
     : opts(o),
-      io(o.io),
+      io(o),
       stacks(o.stack_size, o.guard_pages ? (o.guard_size != 0 ? o.guard_size : 1) : 0) {
   if (opts.workers > 4096) {
     throw std::invalid_argument("tessera::runtime: workers = " + std::to_string(opts.workers) +

@@ -105,7 +105,10 @@ void worker::tend_timers_and_io() {
   }
   if (rt.io.active()) {
     const std::uint64_t t = cpu_ticks();
-    if (t - io_polled_at_ >= kIoPollTicks) {
+    // Sends queued in the ring (completion backend) go out after at most
+    // kIoSubmitTicks, with whatever else was queued meanwhile.
+    const std::uint64_t every = rt.io.has_queued() ? kIoSubmitTicks : kIoPollTicks;
+    if (t - io_polled_at_ >= every) {
       io_polled_at_ = t;
       if (!rt.io.poll_sleeper.load(std::memory_order_relaxed) &&
           !rt.io.polling.exchange(true, std::memory_order_acquire)) {

@@ -495,14 +495,18 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   runtime rt({.workers = 1});
   rt.start();
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
+  tcp_listener other = tcp_listener::listen("127.0.0.1:0");
   rt.submit([&] {
       std::error_code ec;
-      (void)l.accept(ec, clock::now() + 1ms);  // registers the listener
+      // Makes the poller's kernel objects, which need descriptors. Not on
+      // `l`: the completion backend's multishot accept, armed now, would
+      // accept under the descriptor limit of its arming (the kernel reads
+      // RLIMIT_NOFILE when the SQE is prepared), not the squeeze's.
+      (void)other.accept(ec, clock::now() + 1ms);
     }).get();
   const net::endpoint to = l.local_endpoint();
   const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(client, 0);
-  ASSERT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&to.storage), to.size), 0);
   // The accepting fiber is made, and the future's shared state with it,
   // before the squeeze: with no descriptor free, UBSan's check of a virtual
   // call cannot read memory (it opens a pipe to) and reports a false error.
@@ -527,6 +531,10 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   };
   descriptor_squeeze squeeze(0);  // no descriptor free
   const bool none_free = squeeze.ok() && ::dup(0) == -1;
+  // Connected only now: the completion backend's multishot accept, armed by
+  // the accept above, takes a connection the moment it is made.
+  const bool connected =
+      ::connect(client, reinterpret_cast<const sockaddr*>(&to.storage), to.size) == 0;
   const std::uint64_t before = runs();
   const auto cpu_before = cpu();
   go.count_down();
@@ -536,6 +544,7 @@ TEST(Net, OutOfDescriptorsAcceptBacksOffBetweenTries) {
   squeeze.restore();
   accepter.get();
   EXPECT_TRUE(none_free) << "a descriptor was still free";
+  EXPECT_TRUE(connected);
   EXPECT_EQ(ec, std::errc::timed_out) << ec.message();
   // 5 + 10 + 20 + 40 + 80 + 160 ms, then the deadline: about 7 runs, and
   // at least 2 (it did retry).

@@ -119,6 +119,9 @@ class descriptor {
   /// send(2) with MSG_NOSIGNAL added.
   std::size_t send(const void* buf, std::size_t n, int flags, std::error_code& ec,
                    clock::time_point deadline = clock::time_point::max());
+  /// accept4(2) on a listening socket: a new descriptor number (non-
+  /// blocking, close-on-exec) for the caller to own, or -1 with `ec` set.
+  int accept(std::error_code& ec, clock::time_point deadline = clock::time_point::max());
 
   /// Throwing forms: std::system_error naming the operation and descriptor.
   std::size_t read(void* buf, std::size_t n);
@@ -148,6 +151,8 @@ class descriptor {
   bool again(bool write, std::error_code& ec, clock::time_point deadline);
   clock::time_point effective(bool write, clock::time_point deadline) const noexcept;
   std::error_code wait_ready(bool write, clock::time_point deadline);
+  std::optional<std::size_t> read_received(void* buf, std::size_t n, std::error_code& ec,
+                                           clock::time_point deadline);
   bool closed() const noexcept;
   struct state;
   state* desc_ = nullptr;

@@ -7,18 +7,31 @@
 
 namespace tessera {
 
-/// Which kernel interface a runtime's I/O poller uses (runtime_options::io).
-/// - automatic: epoll, the faster of the two as measured (docs/benchmarks.md).
-///   The environment variable TESSERA_IO_BACKEND (`epoll` or `io_uring`)
-///   overrides it.
-/// - epoll: edge-triggered epoll.
-/// - io_uring: multishot IORING_OP_POLL_ADD through liburing (Linux 5.13; a
-///   probe checks that a ring can be made and a multishot poll stays armed —
-///   containers often forbid io_uring); the runtime's constructor throws
-///   std::system_error when the kernel refuses it.
-/// Both deliver the same readiness to the same waiters; runtime::describe()
-/// says which one runs.
-enum class io_backend { automatic, epoll, io_uring };
+/// Which kernel interface a runtime's I/O uses (runtime_options::io).
+/// - automatic: whichever measured faster on this kind of machine
+///   (docs/benchmarks.md, "Completion or readiness"), if the kernel has it:
+///   today epoll. The environment variable TESSERA_IO_BACKEND (`epoll`,
+///   `io_uring` or `io_uring_poll`) overrides it.
+/// - epoll: readiness by edge-triggered epoll; reads and writes are recv(2)
+///   and send(2) calls that park on EAGAIN.
+/// - io_uring: completion. Stream reads (tcp_stream::read_some, also over
+///   Unix-domain sockets) complete in the ring: one multishot receive per
+///   stream fills buffers from a provided-buffer ring (io_buffers of
+///   io_buffer_size bytes, per runtime) and the reader copies from them with
+///   no system call; writes from fibers are send SQEs, submitted together
+///   with the worker's next poll of the ring; listeners accept by multishot
+///   accept. Everything else waits for readiness as io_uring_poll does.
+///   Needs Linux 6.0 (multishot receive, provided-buffer rings, asynchronous
+///   cancel by descriptor).
+/// - io_uring_poll: readiness by multishot IORING_OP_POLL_ADD (Linux 5.13),
+///   with the same recv(2)/send(2) calls as epoll.
+/// A probe checks, once per process, that a ring can be made and does what
+/// the backend needs (containers often forbid io_uring); the runtime's
+/// constructor throws std::system_error when an io_uring backend was asked
+/// for and the kernel refuses it. All three keep io.h's contract: the same
+/// deadlines, close() and cancellation, and no byte lost — see io.h for what
+/// the completion backend adds. runtime::describe() says which one runs.
+enum class io_backend { automatic, epoll, io_uring, io_uring_poll };
 
 /// What a runtime does when it finds itself deadlocked (runtime_options::on_deadlock).
 /// - raise: print the deadlock report to stderr; run() — or stop(), for a
@@ -64,6 +77,22 @@ struct runtime_options {
   std::chrono::microseconds idle_spin{50};
   /// The I/O poller's kernel interface (see io_backend).
   io_backend io = io_backend::automatic;
+  /// io_backend::io_uring: how many receive buffers the runtime's provided-
+  /// buffer ring holds (a power of two, 1 to 32768). A buffer is taken when
+  /// bytes arrive and given back once read_some has copied them out, so idle
+  /// connections hold none; when all are taken, receives fall back to
+  /// recv(2) until some come back (nothing is lost, only the saving).
+  unsigned io_buffers = 1024;
+  /// io_backend::io_uring: bytes per receive buffer (256 to 1 MiB). The
+  /// ring's memory is io_buffers × io_buffer_size, reserved when the first
+  /// stream reads (and committed page by page as buffers are first used).
+  std::size_t io_buffer_size = 4096;
+  /// io_backend::io_uring: writes of at least this many bytes go out as
+  /// zero-copy sends (IORING_OP_SEND_ZC; the writer resumes once the kernel
+  /// no longer needs its buffer). 0: never. Off by default: over loopback
+  /// the kernel copies anyway and the extra notification only costs
+  /// (docs/benchmarks.md).
+  std::size_t send_zc_threshold = 0;
   /// What to do on a deadlock (see deadlock_policy). A runtime is deadlocked
   /// when something waits for it to finish (run(), or stop()), fibers are
   /// left, every one of them is parked, and nothing the runtime knows of can
