@@ -346,6 +346,10 @@ std::size_t descriptor::recv_stream(void* buf, std::size_t n, std::error_code& e
   const ssize_t r = call(
       false, [&] { return ::recv(fd, buf, n, 0); }, ec, deadline);
   if (r < 0) return 0;
+  if (r == 0 && n > 0 && closed()) {
+    ec = error::closed;  // a close() racing the call shut the socket down under it
+    return 0;
+  }
   desc_->drained.store(r > 0 && static_cast<std::size_t>(r) < n, std::memory_order_relaxed);
   return static_cast<std::size_t>(r);
 }

@@ -154,6 +154,13 @@ void runtime::write_trace(std::ostream& os) const {
   impl_->write_trace(os);
 }
 
+io_backend runtime::io() const noexcept {
+  return impl_->io.backend();
+}
+const char* runtime::io_name() const noexcept {
+  return impl_->io.backend_name();
+}
+
 std::string runtime::describe() const {
   return impl_->topo.describe() + (impl_->opts.pin_workers ? ", pinned" : ", not pinned") +
          "; I/O: " + impl_->io.backend_name() + ", registered at a descriptor's first fiber wait";
@@ -168,6 +175,8 @@ runtime::statistics runtime::stats() const {
   s.deep_sleeping_workers =
       static_cast<unsigned>(impl_->deep_sleepers.load(std::memory_order_relaxed));
   s.timer_entries = impl_->timer_entries.load(std::memory_order_relaxed);
+  s.io_buffers_in_use = impl_->io.buffers_in_use();
+  s.io_buffers_ran_dry = impl_->io.buffers_ran_dry();
   for (unsigned i = 0; i < impl_->opts.workers; ++i) {
     const detail::worker_counters& c = impl_->counters[i];
     constexpr auto r = std::memory_order_relaxed;

@@ -142,6 +142,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   auto listener = std::make_shared<tessera::net::tcp_listener>(
       tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));
   std::printf("listening on %s\n", listener->local_endpoint().to_string().c_str());
+  std::printf("I/O: %s\n", rt.io_name());
   std::fflush(stdout);
   std::thread signals([&] {
     int sig = 0;

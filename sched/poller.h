@@ -214,6 +214,10 @@ class poller {
   /// that they do not wait for a poll that may not come: before a worker
   /// sleeps on its futex.
   void flush() noexcept;
+  /// The completion backend's receive buffers lent out now, and how often
+  /// a receive found none (runtime::statistics).
+  std::uint32_t buffers_in_use() const noexcept;
+  std::uint64_t buffers_ran_dry() const noexcept;
   /// Whether SQEs wait to be submitted (a hint).
   bool has_queued() const noexcept;
   /// Whether a non-blocking poll costs no system call while nothing is

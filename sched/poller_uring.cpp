@@ -263,6 +263,16 @@ void poller::flush() noexcept {
   u->queued.store(0, std::memory_order_relaxed);
 }
 
+std::uint32_t poller::buffers_in_use() const noexcept {
+  const uring* u = uring_;
+  return u != nullptr ? u->buffers.lent.load(std::memory_order_relaxed) : 0;
+}
+
+std::uint64_t poller::buffers_ran_dry() const noexcept {
+  const uring* u = uring_;
+  return u != nullptr ? u->buffers.ran_dry.load(std::memory_order_relaxed) : 0;
+}
+
 bool poller::cheap_poll() const noexcept {
   const uring* u = uring_;
   return u != nullptr && u->taskrun_flag;

@@ -60,8 +60,10 @@ struct buffer_ring {
   std::vector<std::uint32_t> len;  // bytes received into each buffer id
   /// Serialises returns: the ring's tail has one producer at a time.
   std::mutex mu;
-  /// Buffers handed to the kernel and not yet back (a statistic).
+  /// Buffers filled by the kernel and not yet given back (a statistic).
   std::atomic<std::uint32_t> lent{0};
+  /// Receives that ended for want of a buffer (a statistic).
+  std::atomic<std::uint64_t> ran_dry{0};
 
   char* data(std::int32_t bid) const noexcept {
     return memory + static_cast<std::size_t>(bid) * size;

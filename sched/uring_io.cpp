@@ -189,6 +189,7 @@ void arm(poller::uring& u, poll_desc& d, bool accept) noexcept {
 // unless it has one. False if another poller has it.
 bool own(poller& p, poll_desc& d) {
   if (d.rx_owner.load(std::memory_order_acquire) == nullptr) {
+    if (d.closing.load(std::memory_order_acquire)) return false;  // unregistered for good
     if (d.registered.load(std::memory_order_acquire) == nullptr) {
       if (worker* w = current_worker(); w != nullptr && &w->rt.io == &p) {
         poller::register_desc(d, w->rt, false);
@@ -231,6 +232,9 @@ poller* completion_poller(poll_desc& d, bool read) noexcept {
 completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_t n,
                                   detail::deadline deadline) {
   completion_result res;
+  // Closed (or interrupted) before we start: say so, before anything could
+  // register the descriptor again or read what its shutdown left.
+  if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
   poller::uring* u = p.ring();
   if (u == nullptr || !own(p, d) || !buffers_ready(p, *u)) {
     // No ring here (or its buffers could not be made): a plain receive.
@@ -240,10 +244,12 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
     }
     for (;;) {
       const ssize_t r = ::recv(d.fd, buf, n, 0);
-      if (r >= 0) {
+      if (r > 0) {
         res.value = r;
         return res;
       }
+      if ((r == 0 || errno != EAGAIN) && (res.wait = stop_reason(d)) != io_wait::ready) return res;
+      if (r == 0) return res;
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
         res.error = errno;
@@ -264,7 +270,13 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
       if (got > 0) {
         res.value = static_cast<std::int64_t>(got);
       } else if (d.rx_end != 0) {
-        if (d.rx_end < 0) res.error = -d.rx_end;  // sticky, as recv(2) after a reset
+        if (d.rx_end < 0) {
+          res.error = -d.rx_end;  // sticky, as recv(2) after a reset
+          if (stop_reason(d) != io_wait::ready) {  // the close's doing: say closed
+            res.error = 0;
+            res.wait = stop_reason(d);
+          }
+        }
         res.value = 0;
       }
       armed = d.rx_armed || got > 0 || d.rx_end != 0;
@@ -276,10 +288,16 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
     if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
     if (!armed) {
       const ssize_t r = n == 0 ? -1 : ::recv(d.fd, buf, n, 0);
-      if (r >= 0) {
+      if (r > 0) {
         res.value = r;
         return res;
       }
+      if (r == 0 || errno != EAGAIN) {
+        // The end, or an error — unless a close() shut the socket down
+        // under us meanwhile: then that is the answer.
+        if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
+      }
+      if (r == 0) return res;
       if (n == 0) errno = EAGAIN;  // a wait for readability: arm, then wait
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -372,9 +390,12 @@ completion_result completion_send(poller& p, poll_desc& d, const void* buf, std:
     res.value = op.result;  // bytes sent, even if a cancel came too late
     return res;
   }
+  // Failed: after close() or interrupt(), whatever the shut-down socket
+  // said, that is the answer (as on the readiness path).
+  res.wait = stop_reason(d);
+  if (res.wait != io_wait::ready) return res;
   if (op.result == -ECANCELED || op.result == -EINTR) {
-    res.wait = stop_reason(d);
-    if (res.wait == io_wait::ready) res.wait = io_wait::timed_out;
+    res.wait = io_wait::timed_out;
     return res;
   }
   res.error = static_cast<int>(-op.result);
@@ -383,6 +404,7 @@ completion_result completion_send(poller& p, poll_desc& d, const void* buf, std:
 
 completion_result completion_accept(poller& p, poll_desc& d, detail::deadline deadline) {
   completion_result res;
+  if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
   poller::uring* u = p.ring();
   if (!own(p, d)) {
     res.error = EXDEV;  // another runtime's listener: the caller accepts by accept4
@@ -458,6 +480,7 @@ void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe)
     } else if (has_buffer) {
       b.give_back(&bid, 1);
     }
+    if (cqe.res == -ENOBUFS) b.ran_dry.fetch_add(1, std::memory_order_relaxed);
     if (cqe.res == 0) {
       d->rx_end = 1;
     } else if (cqe.res < 0 && cqe.res != -ENOBUFS && cqe.res != -ECANCELED &&

@@ -3,8 +3,9 @@
 //
 // Contract
 // - Who may call: fibers and plain OS threads alike. A fiber that would block
-//   parks until the runtime's poller (epoll, edge-triggered) reports the
-//   descriptor ready; its worker runs other fibers meanwhile. A plain thread
+//   parks until the runtime's poller reports the descriptor ready (or, on
+//   the completion backend, its I/O complete); its worker runs other fibers
+//   meanwhile. A plain thread
 //   waits in poll(2). The first fiber that waits on a descriptor registers it
 //   with its runtime's poller, for good (a descriptor used by fibers of two
 //   runtimes is polled by the first one's).
@@ -27,6 +28,20 @@
 //   std::system_error whose what() names the operation and the descriptor.
 //   End of stream is a read of 0 bytes with no error (read_exactly reports
 //   io::error::eof); a peer reset is std::errc::connection_reset.
+// - The completion backend (io_backend::io_uring): a stream's first read
+//   from a fiber (read_some, recv_stream, read, recv) arms a multishot
+//   receive, and from then on the kernel moves arriving bytes into the
+//   runtime's receive buffers whether or not a read waits; every later read
+//   of the descriptor — on a fiber or a plain thread, by any of the read
+//   calls — takes them first, in order (a plain thread's read waits for the
+//   runtime's workers to reap them). Bytes it holds when its runtime is
+//   destroyed are kept for the descriptor's next reads. What the descriptor
+//   number reads directly misses them, and release() or close() drops them:
+//   hand a socket to a foreign library (OpenSSL, libpq) before reading it
+//   through these calls, as tls and pq do. Writes from fibers are send SQEs
+//   in the ring: the caller parks until the kernel has taken the bytes and
+//   no longer reads its buffer, and a deadline, close() or interrupt()
+//   cancels the send and still waits for that.
 // - SIGPIPE: the first descriptor made sets SIGPIPE to ignored (if it was at
 //   its default), so a write to a closed pipe or socket fails with EPIPE
 //   instead of killing the process.

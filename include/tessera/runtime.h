@@ -200,6 +200,10 @@ class runtime {
   /// Where the workers go (cores, PUs, pinning, any hwloc fallback) and which
   /// I/O poller backs the runtime.
   std::string describe() const;
+  /// The I/O backend in use: what io_backend::automatic (or the environment)
+  /// resolved to, and how describe() names it ("epoll (edge-triggered)", ...).
+  io_backend io() const noexcept;
+  const char* io_name() const noexcept;
 
   /// Writes every fiber of this runtime to `os`, in the style of Go's
   /// goroutine dump: its id, whether it is parked, what it waits for (the
@@ -248,6 +252,11 @@ class runtime {
     unsigned sleeping_workers = 0;     // workers asleep right now
     unsigned deep_sleeping_workers = 0;  // of those, asleep without watching runnext slots
     std::size_t timer_entries = 0;  // timer heap entries, with those of waits that ended early
+    /// io_backend::io_uring: receive buffers holding bytes not yet read, now.
+    std::uint32_t io_buffers_in_use = 0;
+    /// io_backend::io_uring: times a stream's multishot receive found every
+    /// buffer taken and ended (its reader then used recv(2) until it re-armed).
+    std::uint64_t io_buffers_ran_dry = 0;
     std::vector<worker_statistics> per_worker;  // indexed by worker
   };
   statistics stats() const;

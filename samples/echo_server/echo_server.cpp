@@ -5,8 +5,9 @@
 //
 // A connection quiet for --idle-timeout seconds is closed (0: never). As
 // Go's net package does, every connection runs with TCP_NODELAY.
-// Prints one line "listening on HOST:PORT" once it accepts, so a script can
-// start it and wait for that line. SIGINT/SIGTERM stop it: the listener is
+// Prints "listening on HOST:PORT" once it accepts, so a script can start it
+// and wait for that line, then "I/O: " and the backend in use
+// (TESSERA_IO_BACKEND chooses another). SIGINT/SIGTERM stop it: the listener is
 // closed, connections finish what they are echoing and close.
 #include <tessera/net.h>
 

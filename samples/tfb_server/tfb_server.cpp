@@ -19,7 +19,8 @@
 // Every response carries Server, Date (refreshed once a second), Content-Type
 // and Content-Length. A database error answers 500 with the server's message
 // and the connection serves on; without --db the database types answer 503.
-// Prints "listening on HOST:PORT"; SIGINT/SIGTERM stop it gracefully.
+// Prints "listening on HOST:PORT" and the I/O backend; SIGINT/SIGTERM stop it
+// gracefully.
 #include <tessera/pq.h>
 
 #include <algorithm>

@@ -26,6 +26,10 @@
 #   tests/model/run_model.sh poll_desc            # poll_desc.pml: a descriptor's readiness word
 #                                                 # (wait, readiness, close, timeouts, short
 #                                                 # reads); 6 configurations, 4 mutations (~10 s; ctest)
+#   tests/model/run_model.sh uring_op             # uring_op.pml: a send in flight in the ring
+#                                                 # against close, a deadline and a spurious
+#                                                 # notification; 3 configurations, 2 mutations
+#                                                 # (~1 s; ctest)
 #   tests/model/run_model.sh auto_reset_event     # auto_reset_event.pml: the box office and timed
 #                                                 # withdrawal; 2 configurations, 1 mutation (~5 s; ctest)
 #   tests/model/run_model.sh segment_queue        # segment_queue.pml: admission::faa's cells,
@@ -236,6 +240,15 @@ if [ "$model" = "poll_desc" ]; then
   mutation=-DNO_PEER_CLOSED run "mutation: a short read waits first despite the end of stream" fail -DSHORT_READS
   mutation=-DFLAG_AFTER run "mutation: peer_closed flagged after the readiness" fail -DSHORT_READS
   echo "poll_desc model: no lost readiness, no lost wake-up, no waiter left published"
+  exit 0
+fi
+if [ "$model" = "uring_op" ]; then
+  run "sender, kernel, reaper, closer, a peer that may never read" pass
+  run "with a deadline" pass -DTIMED
+  run "with a spurious notification, and a deadline" pass -DNOTIFIER -DTIMED
+  mutation=-DRETURN_ON_CLOSE run "mutation: the sender returns at the close, send in flight" fail
+  mutation=-DNO_REPUBLISH run "mutation: no re-publish after a notification" fail -DNOTIFIER
+  echo "uring_op model: the kernel never reads a returned sender's buffer, no lost wake-up"
   exit 0
 fi
 if [ "$model" = "fiber_park" ]; then
