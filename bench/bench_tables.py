@@ -158,16 +158,20 @@ def netbench(path, dat):
     def points(section):
         return [p for s, p in order if s == section]
 
-    def table(title, section, servers, peers, fmt="{:.0f}"):
+    # Ratios of each of `bases` (Tessera on epoll; also on io_uring's
+    # completion path where it ran) to each peer.
+    def table(title, section, servers, peers, fmt="{:.0f}", bases=("tessera",)):
+        bases = [b for b in bases if b in servers]
         head = f"{title:<22}" + "".join(f"{s:>14}" for s in servers)
-        head += "".join(f"{'tessera/' + p:>18}" for p in peers)
+        head += "".join(f"{b.replace('tessera-', '') + '/' + p:>18}" for b in bases for p in peers)
         print(head)
         for point in points(section):
             v = val[(section, point)]
             line = f"{point:<22}" + "".join(f"{shown(v[s], fmt) if s in v else '-':>14}" for s in servers)
-            line += "".join(f"{ratio(v.get('tessera'), v.get(p)):>18}" for p in peers)
+            line += "".join(f"{ratio(v.get(b), v.get(p)):>18}" for b in bases for p in peers)
             print(line)
         print()
+    both = ("tessera", "tessera-uring")
 
     for point in points("http"):
         v = val[("http", point)]
@@ -177,13 +181,15 @@ def netbench(path, dat):
                   f"{u:.0f} requests/s without: {(t / u - 1) * 100:+.1f}%")
     print()
     table("response bytes", "bytes", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"], [])
-    table("HTTP requests/s", "http", ["tessera", "go", "fasthttp", "beast", "nginx", "threads"],
-          ["nginx", "go", "fasthttp", "beast", "threads"])
+    table("HTTP requests/s", "http",
+          ["tessera", "tessera-uring", "go", "fasthttp", "beast", "nginx", "threads"],
+          ["nginx", "go", "fasthttp", "beast", "threads"], bases=both)
     table("syscalls/request ↓", "syscalls", ["tessera", "tessera-uring", "nginx", "go", "fasthttp", "beast"],
-          ["nginx", "go", "fasthttp", "beast"], "{:.2f}")
+          ["nginx", "go", "fasthttp", "beast"], "{:.2f}", bases=both)
     table("HTTPS requests/s", "https", ["tessera", "go", "nginx"], ["nginx", "go"])
     for q in ("p50", "p99", "p99.9"):
-        table(f"open loop {q} us ↓", f"open-loop-{q}", ["tessera", "go", "nginx"], ["nginx", "go"])
+        table(f"open loop {q} us ↓", f"open-loop-{q}", ["tessera", "tessera-uring", "go", "nginx"],
+              ["nginx", "go"], bases=both)
     table("echo round trips/s", "echo", ["tessera", "go", "threads", "ceiling"], ["go", "ceiling", "threads"])
     # CPU per request: ticks / requests, per server.
     for kind, unit, servers, peers in (
@@ -198,8 +204,8 @@ def netbench(path, dat):
             if (f"cpu-{kind}", r["point"]) not in order:
                 order.append((f"cpu-{kind}", r["point"]))
         table(f"CPU-us per {'request' if kind == 'http' else 'round trip'} ↓", f"cpu-{kind}", servers, peers,
-              "{:.2f}")
-    table("bytes per idle conn. ↓", "idle", ["tessera", "go"], ["go"])
+              "{:.2f}", bases=both)
+    table("bytes per idle conn. ↓", "idle", ["tessera", "tessera-uring", "go"], ["go"], bases=both)
     # The plot: one row per HTTP and echo point; columns Tessera, Go, nginx,
     # threads, the ceiling (bench/plots/netbench.gp).
     with open(dat, "w") as f:

@@ -18,7 +18,9 @@
 # - the server's own CPU per request and per echo round trip at a fixed
 #   offered rate every server holds (loadgen's open loop): utime+stime from
 #   /proc/PID/stat over the window, for nginx, Go's net/http, fasthttp, Beast,
-#   the thread-per-connection baseline, and Tessera on epoll and on io_uring;
+#   the thread-per-connection baseline, and Tessera on epoll and on io_uring's
+#   completion path (TESSERA_IO_BACKEND=io_uring: tessera-uring in the tables,
+#   beside the wrk, open-loop, system-call and idle-memory rows too);
 # - system calls per HTTP request (perf's raw_syscalls:sys_enter over a wrk
 #   run at 100 connections), for the same servers but the thread baseline;
 # - server RSS per idle connection with 10,000 of them open.
@@ -136,8 +138,8 @@ for server in tessera:18080 go:18081 fasthttp:18086 beast:18087 nginx:18082 thre
 done
 
 for conns in 100 1000; do
-  for server in tessera:18080 tessera-nodeadline:18083 go:18081 fasthttp:18086 beast:18087 nginx:18082 \
-                threads:18084; do
+  for server in tessera:18080 tessera-uring:18085 tessera-nodeadline:18083 go:18081 fasthttp:18086 \
+                beast:18087 nginx:18082 threads:18084; do
     name="${server%%:*}"; port="${server##*:}"
     echo "netbench: $name, $conns connections, ${seconds} s ..."
     out="$(taskset -c 1 wrk -t1 -c"$conns" -d"${seconds}s" --latency "http://127.0.0.1:$port/")"
@@ -181,7 +183,7 @@ done
 # Latency at a fixed request rate (open loop: measured from when each request
 # was due), 100 connections.
 rate=20000
-for server in tessera:18080 go:18081 nginx:18082; do
+for server in tessera:18080 tessera-uring:18085 go:18081 nginx:18082; do
   name="${server%%:*}"; port="${server##*:}"
   echo "netbench: $name, open loop at $rate requests/s ..."
   line="$(loadgen http --addr "127.0.0.1:$port" -c 100 --rate "$rate" -s "$seconds")"
@@ -261,7 +263,8 @@ done
 # says all are open (it prints "open N (failed F)" then holds them); a point
 # with fewer open is reported failed, not divided.
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo"; do
+for server in "tessera-echo:17080:$pid_tessera_echo" "tessera-echo-uring:17086:$pid_tessera_echo_uring" \
+              "go-echo:17081:$pid_go_echo"; do
   IFS=: read -r name port spid <<<"$server"
   before="$(rss "$spid")"
   loadgen idle --addr "127.0.0.1:$port" -c 10000 -s 3 > "$work/idle.out" &
@@ -271,10 +274,11 @@ for server in "tessera-echo:17080:$pid_tessera_echo" "go-echo:17081:$pid_go_echo
   open="$(sed -n 's/^open \([0-9]*\) .*/\1/p' "$work/idle.out")"
   wait "$lp" || true
   echo "netbench: $name: RSS $before -> $after KiB, $(head -1 "$work/idle.out")"
+  system="${name%-echo*}${name#*-echo}"  # tessera-echo-uring: tessera-uring
   if [[ ${open:-0} -eq 10000 ]]; then
-    row idle "${name%-echo}" 10000 "$(( (after - before) * 1024 / 10000 ))" bytes/connection
+    row idle "$system" 10000 "$(( (after - before) * 1024 / 10000 ))" bytes/connection
   else
-    row idle "${name%-echo}" 10000 failed "bytes/connection (${open:-0} open)"
+    row idle "$system" 10000 failed "bytes/connection (${open:-0} open)"
   fi
 done
 

@@ -126,6 +126,11 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
                  "Microseconds an idle worker polls before it sleeps (runtime_options::idle_spin): "
                  "lower costs less CPU at light load, higher answers sooner")
       ->capture_default_str();
+  std::size_t send_zc = 0;
+  app.add_option("--send-zc-threshold", send_zc,
+                 "io_uring backend: writes of at least this many bytes are zero-copy sends "
+                 "(runtime_options::send_zc_threshold; 0: never)")
+      ->capture_default_str();
   app.add_flag("--stats", stats, "Print each worker's counters (runtime::stats) on exit");
   if (more_options) more_options(app);
   CLI11_PARSE(app, argc, argv);
@@ -137,7 +142,9 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  tessera::runtime rt({.workers = workers, .idle_spin = std::chrono::microseconds(idle_spin_us)});
+  tessera::runtime rt({.workers = workers,
+                       .idle_spin = std::chrono::microseconds(idle_spin_us),
+                       .send_zc_threshold = send_zc});
   connection_set open;
   auto listener = std::make_shared<tessera::net::tcp_listener>(
       tessera::net::tcp_listener::listen(host + ":" + std::to_string(port)));

@@ -42,6 +42,8 @@ fiber_record* worker::idle() {
             next_poll = now + gap;
             gap = std::min(gap * 2, kSpinPollMaxGap);
           }
+        } else if (rt.io.has_queued()) {
+          rt.io.flush();  // another worker polls: submit what our fibers queued
         }
         f = find_work((i & 31) == 0);
         if (f != nullptr || rt.stopping.load(std::memory_order_relaxed)) break;

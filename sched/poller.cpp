@@ -91,7 +91,7 @@ poll_desc* new_poll_desc(int fd) {
   d->cancelled.store(false, std::memory_order_relaxed);
   d->peer_closed.store(false, std::memory_order_relaxed);
   d->registered.store(nullptr, std::memory_order_relaxed);
-  d->polled = false;
+  d->polled.store(false, std::memory_order_relaxed);
   d->next_free = nullptr;
   d->rx_owner.store(nullptr, std::memory_order_relaxed);
   {
@@ -123,7 +123,8 @@ io_wait wait_io(poll_desc& d, bool write, detail::deadline deadline) {
   }
   // A fiber: register with this runtime's poller the first time (and, where
   // the completion backend registered it without one, arm its poll).
-  if (d.registered.load(std::memory_order_acquire) == nullptr || !d.polled) {
+  if (d.registered.load(std::memory_order_acquire) == nullptr ||
+      !d.polled.load(std::memory_order_acquire)) {
     poller::register_desc(d, w->rt);
   }
   return wait_word(d, write, deadline);
@@ -282,16 +283,17 @@ void poller::register_desc(poll_desc& d, runtime_impl& owner, bool arm_poll) {
     ++d.registration;
     owner.io.init();
     owner.io.descs_.insert(&d);
-    d.polled = false;
+    d.polled.store(false, std::memory_order_relaxed);
     d.registered.store(&owner, std::memory_order_release);
     rt = &owner;
     owner.io.active_.store(true, std::memory_order_release);
   }
   // Only epoll and poll-mode io_uring register for readiness at once; the
   // completion backend arms a poll at the first readiness wait.
-  if (!d.polled && (arm_poll || rt->io.backend_ != io_backend::io_uring)) {
+  if (!d.polled.load(std::memory_order_relaxed) &&
+      (arm_poll || rt->io.backend_ != io_backend::io_uring)) {
     rt->io.add(d);
-    d.polled = true;
+    d.polled.store(true, std::memory_order_release);
   }
 }
 
@@ -301,7 +303,7 @@ void poller::unregister_desc(poll_desc& d) noexcept {
   if (rt == nullptr) return;
   rt->io.remove(d);
   rt->io.descs_.erase(&d);
-  d.polled = false;
+  d.polled.store(false, std::memory_order_relaxed);
   d.registered.store(nullptr, std::memory_order_release);
 }
 
@@ -331,7 +333,7 @@ void poller::remove(poll_desc& d) noexcept {
     uring_remove(d);
     return;
   }
-  if (epfd_ >= 0 && d.polled) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
+  if (epfd_ >= 0 && d.polled.load(std::memory_order_relaxed)) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
 }
 
 namespace {

@@ -1,6 +1,11 @@
 // sched/poller.h — the I/O poller of a runtime (epoll, edge-triggered; or
-// io_uring's multishot poll, poller_uring.cpp), and the per-descriptor
-// readiness record fibers park on (Go's pollDesc).
+// io_uring, poller_uring.cpp: readiness by multishot poll, or completion —
+// receives into provided buffers, sends and accepts in the ring, uring_io.cpp),
+// and the per-descriptor record fibers park on (Go's pollDesc). The
+// completion backend's wake-ups go through the same readiness words: a
+// receive's or accept's completion notifies the read word after queueing
+// what it brought, and a sender waits for its send in the write word, so the
+// protocol below (and its deadlines, close and cancellation) holds for both.
 //
 // poll_desc: one per descriptor that a fiber has waited on; type-stable (pooled,
 // never freed), so a readiness event for a descriptor closed meanwhile lands on
@@ -83,7 +88,7 @@ struct poll_desc {
   /// A readiness poll is armed for it (epoll: whenever registered; the
   /// completion backend arms one only for a readiness wait). Under the
   /// registration lock.
-  bool polled = false;
+  std::atomic<bool> polled{false};
   poll_desc* next_free = nullptr;
 
   // ---- completion I/O (io_backend::io_uring; sched/uring_io.cpp) ----------

@@ -296,7 +296,8 @@ void poller::uring_wake() noexcept {
   if (sqe == nullptr) return;  // cannot happen after a submit
   io_uring_prep_nop(sqe);
   io_uring_sqe_set_data64(sqe, 0);
-  io_uring_submit(&u->ring);
+  io_uring_submit(&u->ring);  // with whatever else was queued
+  u->queued.store(0, std::memory_order_relaxed);
 }
 
 void poller::uring_add(poll_desc& d) {
@@ -315,7 +316,10 @@ void poller::uring_add(poll_desc& d) {
 void poller::uring_rearm(poll_desc& d, std::uint16_t registration) noexcept {
   std::lock_guard reg(registration_lock());
   runtime_impl* rt = d.registered.load(std::memory_order_relaxed);
-  if (rt == nullptr || &rt->io != this || d.registration != registration || !d.polled) return;
+  if (rt == nullptr || &rt->io != this || d.registration != registration ||
+      !d.polled.load(std::memory_order_relaxed)) {
+    return;
+  }
   std::lock_guard sq(uring_->sq_mu);
   try {
     arm(uring_->ring, d.fd, tag_of(d), kPollMask);
@@ -328,7 +332,7 @@ void poller::uring_remove(poll_desc& d) noexcept {
   std::lock_guard lock(uring_->sq_mu);
   if (d.rx_owner.load(std::memory_order_acquire) == this) {
     forget_completions(*uring_, d);  // cancels the poll too (everything on the descriptor)
-  } else if (d.polled) {
+  } else if (d.polled.load(std::memory_order_relaxed)) {
     remove_poll(uring_->ring, tag_of(d));
   }
 }
@@ -368,7 +372,10 @@ int poller::uring_poll(std::chrono::nanoseconds timeout) noexcept {
   if (u == nullptr) return 0;
   std::unique_lock lock(u->cq_mu, std::defer_lock);
   if (timeout.count() == 0) {
-    if (!lock.try_lock()) return 0;  // someone else is delivering
+    if (!lock.try_lock()) {  // someone else is delivering (maybe blocked in a wait):
+      flush();               // what we queued must not wait for it
+      return 0;
+    }
   } else {
     lock.lock();
   }

@@ -114,6 +114,8 @@ void worker::tend_timers_and_io() {
           !rt.io.polling.exchange(true, std::memory_order_acquire)) {
         note_io(rt.io.poll(std::chrono::nanoseconds(0)));
         rt.io.polling.store(false, std::memory_order_release);
+      } else {
+        rt.io.flush();  // another worker polls (maybe blocked): submit what we queued
       }
     }
   }

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
         audit(b);
       });
       if (dump) {
+        // Both hold their first lock and go for the second: let them wait a while.
+        b.both_hold.wait();
         tessera::this_fiber::sleep_for(std::chrono::milliseconds(50));
         rt.dump(std::cout);
         std::cout.flush();
