@@ -247,7 +247,7 @@ poller::~poller() {
   {
     std::lock_guard lock(registration_lock());
     for (poll_desc* d : descs_) {
-      if (uring_ != nullptr) uring_forget(*d);
+      if (uring_.load(std::memory_order_acquire) != nullptr) uring_forget(*d);
       d->registered.store(nullptr, std::memory_order_release);
     }
   }

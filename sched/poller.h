@@ -269,7 +269,7 @@ class poller {
 
   io_backend backend_;
   runtime_options opts_;
-  uring* uring_ = nullptr;
+  std::atomic<uring*> uring_{nullptr};  // set once, by init()
   std::once_flag once_;
   std::unordered_set<poll_desc*> descs_;  // registered here; under the registration lock
   int epfd_ = -1;

@@ -245,17 +245,17 @@ void poller::uring_init() {
     delete u;
     throw std::system_error(-r, std::generic_category(), "tessera: io_uring_queue_init");
   }
-  uring_ = u;
+  uring_.store(u, std::memory_order_release);
   active_.store(true, std::memory_order_release);
 }
 
 poller::uring* poller::ring() {
   init();
-  return uring_;
+  return uring_.load(std::memory_order_acquire);
 }
 
 void poller::flush() noexcept {
-  uring* u = uring_;
+  uring* u = uring_.load(std::memory_order_acquire);
   if (u == nullptr || u->queued.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard sq(u->sq_mu);
   if (u->queued.load(std::memory_order_relaxed) == 0) return;
@@ -264,22 +264,22 @@ void poller::flush() noexcept {
 }
 
 std::uint32_t poller::buffers_in_use() const noexcept {
-  const uring* u = uring_;
+  const uring* u = uring_.load(std::memory_order_acquire);
   return u != nullptr ? u->buffers.lent.load(std::memory_order_relaxed) : 0;
 }
 
 std::uint64_t poller::buffers_ran_dry() const noexcept {
-  const uring* u = uring_;
+  const uring* u = uring_.load(std::memory_order_acquire);
   return u != nullptr ? u->buffers.ran_dry.load(std::memory_order_relaxed) : 0;
 }
 
 bool poller::cheap_poll() const noexcept {
-  const uring* u = uring_;
+  const uring* u = uring_.load(std::memory_order_acquire);
   return u != nullptr && u->taskrun_flag;
 }
 
 bool poller::has_queued() const noexcept {
-  const uring* u = uring_;
+  const uring* u = uring_.load(std::memory_order_acquire);
   return u != nullptr && u->queued.load(std::memory_order_relaxed) != 0;
 }
 
@@ -289,7 +289,7 @@ bool poller::has_queued() const noexcept {
 // that armed it, and when that thread is a worker that has just exited at the
 // end of a run, the poll sleeper was never woken to see it.)
 void poller::uring_wake() noexcept {
-  uring* u = uring_;
+  uring* u = uring_.load(std::memory_order_acquire);
   if (u == nullptr) return;
   std::lock_guard sq(u->sq_mu);
   io_uring_sqe* sqe = try_get_sqe(u->ring);
@@ -306,8 +306,9 @@ void poller::uring_add(poll_desc& d) {
         EFAULT, std::generic_category(),
         "tessera: io_uring poller: descriptor record above 2^48 or not aligned");
   }
-  std::lock_guard lock(uring_->sq_mu);
-  arm(uring_->ring, d.fd, tag_of(d), kPollMask);
+  uring* u = uring_.load(std::memory_order_acquire);
+  std::lock_guard lock(u->sq_mu);
+  arm(u->ring, d.fd, tag_of(d), kPollMask);
 }
 
 // Under cq_mu, from uring_poll: a poll of `d` in registration `registration`
@@ -320,20 +321,22 @@ void poller::uring_rearm(poll_desc& d, std::uint16_t registration) noexcept {
       !d.polled.load(std::memory_order_relaxed)) {
     return;
   }
-  std::lock_guard sq(uring_->sq_mu);
+  uring* u = uring_.load(std::memory_order_acquire);
+  std::lock_guard sq(u->sq_mu);
   try {
-    arm(uring_->ring, d.fd, tag_of(d), kPollMask);
+    arm(u->ring, d.fd, tag_of(d), kPollMask);
   } catch (...) {  // NOLINT(bugprone-empty-catch): its waiters were just notified
   }
 }
 
 void poller::uring_remove(poll_desc& d) noexcept {
-  if (uring_ == nullptr) return;
-  std::lock_guard lock(uring_->sq_mu);
+  uring* u = uring_.load(std::memory_order_acquire);
+  if (u == nullptr) return;
+  std::lock_guard lock(u->sq_mu);
   if (d.rx_owner.load(std::memory_order_acquire) == this) {
-    forget_completions(*uring_, d);  // cancels the poll too (everything on the descriptor)
+    forget_completions(*u, d);  // cancels the poll too (everything on the descriptor)
   } else if (d.polled.load(std::memory_order_relaxed)) {
-    remove_poll(uring_->ring, tag_of(d));
+    remove_poll(u->ring, tag_of(d));
   }
 }
 
@@ -342,7 +345,7 @@ void poller::uring_remove(poll_desc& d) noexcept {
 // forgets the ring.
 void poller::uring_forget(poll_desc& d) noexcept {
   if (d.rx_owner.load(std::memory_order_acquire) != this) return;
-  buffer_ring& b = uring_->buffers;
+  buffer_ring& b = uring_.load(std::memory_order_acquire)->buffers;
   {
     std::lock_guard rx(d.rx_lock);
     std::string spill;
@@ -368,7 +371,7 @@ void poller::uring_forget(poll_desc& d) noexcept {
 }
 
 int poller::uring_poll(std::chrono::nanoseconds timeout) noexcept {
-  uring* u = uring_;
+  uring* u = uring_.load(std::memory_order_acquire);
   if (u == nullptr) return 0;
   std::unique_lock lock(u->cq_mu, std::defer_lock);
   if (timeout.count() == 0) {
@@ -456,11 +459,11 @@ int poller::uring_poll(std::chrono::nanoseconds timeout) noexcept {
 }
 
 void poller::uring_destroy() noexcept {
-  if (uring_ == nullptr) return;
-  io_uring_queue_exit(&uring_->ring);
-  destroy_buffers(*uring_);
-  delete uring_;
-  uring_ = nullptr;
+  uring* u = uring_.exchange(nullptr, std::memory_order_acq_rel);
+  if (u == nullptr) return;
+  io_uring_queue_exit(&u->ring);
+  destroy_buffers(*u);
+  delete u;
 }
 
 }  // namespace tessera::sched

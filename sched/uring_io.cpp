@@ -338,6 +338,9 @@ completion_result completion_send(poller& p, poll_desc& d, const void* buf, std:
   const std::size_t zc = p.options().send_zc_threshold;
   op.zero_copy = zc != 0 && n >= zc;
   const std::uint64_t tag = make_tag(&op, kTagOp, 0);
+#if TESSERA_TSAN
+  __tsan_release(&op);  // the kernel orders the submission before its completion
+#endif
   bool queued = false;
   if (stop_reason(d) == io_wait::ready) {
     queued = queue_sqe(*u, [&](io_uring_sqe* sqe) {
@@ -533,6 +536,9 @@ void complete_accept(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
 
 void complete_op(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
   auto* op = address_of<uring_op>(tag);
+#if TESSERA_TSAN
+  __tsan_acquire(op);
+#endif
   if ((cqe.flags & IORING_CQE_F_NOTIF) == 0) op->result = cqe.res;
   // A zero-copy send completes twice: its result (with F_MORE), then the
   // notification that the kernel is done with the buffer.

@@ -3,9 +3,9 @@
 // on epoll, io_uring and io_uring_poll): small reads of a large stream, a
 // deadline with a receive in flight, a peer that resets mid-write, close()
 // and interrupt() with a send in flight, close() racing completions. And
-// what only the completion backend has: a buffer ring run dry by 1,000
-// idle-then-busy connections, and bytes received into the ring that outlive
-// their runtime.
+// what only the completion backend has (NetRing.*, which ask for it
+// themselves): a buffer ring run dry by 1,000 idle-then-busy connections,
+// and bytes received into the ring that outlive their runtime.
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -241,7 +241,7 @@ TEST(Net, CloseRacingCompletionsEndsEveryCallCleanly) {
 // send 2 KiB at once while their readers wait — far more than the ring
 // holds. Receives find it dry and end; the readers then read by recv(2);
 // every byte arrives, in order, and every buffer comes back.
-TEST(Net, ADryBufferRingFallsBackToReceiveAndLosesNothing) {
+TEST(NetRing, ADryBufferRingFallsBackToReceiveAndLosesNothing) {
   watchdog dog("net dry buffer ring", 120s);
   constexpr int kConns = 1000;
   constexpr std::size_t kBytes = 2048;
@@ -301,7 +301,7 @@ TEST(Net, ADryBufferRingFallsBackToReceiveAndLosesNothing) {
 
 // Bytes the ring received and nobody read yet outlive the runtime whose
 // ring it was: a later read (here by a plain thread) gets them first.
-TEST(Net, BytesReceivedIntoTheRingOutliveItsRuntime) {
+TEST(NetRing, BytesReceivedIntoTheRingOutliveItsRuntime) {
   watchdog dog("net bytes outlive the ring", 60s);
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
   tcp_stream c = tcp_stream::connect(address_of(l));
@@ -321,7 +321,7 @@ TEST(Net, BytesReceivedIntoTheRingOutliveItsRuntime) {
   EXPECT_EQ(std::string(rest, 6), "cdefgh");
 }
 
-TEST(Net, BufferOptionsOutOfRangeAreClearErrors) {
+TEST(NetRing, BufferOptionsOutOfRangeAreClearErrors) {
   try {
     runtime rt({.workers = 1, .io_buffers = 1000});
     ADD_FAILURE() << "io_buffers = 1000 accepted";
