@@ -121,9 +121,9 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
                  "Seconds a connection may stay quiet (and a request take to "
                  "arrive); 0: no deadline")
       ->capture_default_str();
-  unsigned idle_spin_us = 50;
+  unsigned idle_spin_us = 10;
   app.add_option("--idle-spin", idle_spin_us,
-                 "Microseconds an idle worker polls before it sleeps (runtime_options::idle_spin): "
+                 "Microseconds an idle worker polls before it sleeps (runtime_options::io_idle_spin): "
                  "lower costs less CPU at light load, higher answers sooner")
       ->capture_default_str();
   std::size_t send_zc = 0;
@@ -143,7 +143,7 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   tessera::runtime rt({.workers = workers,
-                       .idle_spin = std::chrono::microseconds(idle_spin_us),
+                       .io_idle_spin = std::chrono::microseconds(idle_spin_us),
                        .send_zc_threshold = send_zc});
   connection_set open;
   auto listener = std::make_shared<tessera::net::tcp_listener>(

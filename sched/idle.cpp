@@ -29,7 +29,7 @@ fiber_record* worker::idle() {
     if (spin && rt.io.active()) {
       rt.spinners.fetch_add(1, std::memory_order_seq_cst);
       auto now = steady::now();
-      const auto spin_until = now + rt.opts.idle_spin;
+      const auto spin_until = now + rt.opts.io_idle_spin;
       const bool backoff = !rt.io.cheap_poll();
       auto next_poll = now;
       auto gap = kSpinPollFirstGap;

@@ -40,6 +40,9 @@ runtime_impl::runtime_impl(const runtime_options& o)
   if (opts.idle_spin.count() < 0) {
     throw std::invalid_argument("tessera::runtime: idle_spin must not be negative");
   }
+  if (opts.io_idle_spin.count() < 0) {
+    throw std::invalid_argument("tessera::runtime: io_idle_spin must not be negative");
+  }
   if (opts.deadlock_grace.count() < 0) {
     throw std::invalid_argument("tessera::runtime: deadlock_grace must not be negative");
   }

@@ -620,7 +620,7 @@ TEST(Net, TwoThousandConcurrentConnections) {
 // (fiberbench); what is tested is that none ends early.
 TEST(Net, ASleepWhileDescriptorsAreRegisteredNeverEndsEarly) {
   watchdog dog("poller timeout precision", 60s);
-  runtime rt({.workers = 1, .idle_spin = std::chrono::microseconds(0)});
+  runtime rt({.workers = 1, .io_idle_spin = std::chrono::microseconds(0)});
   tcp_listener l = tcp_listener::listen("127.0.0.1:0");
   std::vector<std::chrono::nanoseconds> took = rt.run([&] {
     std::error_code ec;

@@ -83,8 +83,10 @@ int main(int argc, char** argv) {
 
   // No idle spin: a load generator that spins shares the machine's cores with
   // the server it measures (measured on a 2-vCPU VM: it slowed the server).
-  tessera::runtime rt(
-      {.workers = 1, .stack_size = 64 * 1024, .idle_spin = std::chrono::microseconds(0)});
+  tessera::runtime rt({.workers = 1,
+                       .stack_size = 64 * 1024,
+                       .idle_spin = std::chrono::microseconds(0),
+                       .io_idle_spin = std::chrono::microseconds(0)});
   return rt.run([&] {
     std::vector<tessera::fiber> fs;
     std::atomic<long> done{0}, failed{0};

@@ -69,12 +69,17 @@ struct runtime_options {
   /// its users' GCC and Clang builds) probes every page of a large frame and
   /// cannot jump it whatever its size. Costs address space, not memory.
   std::size_t guard_size = 64 * 1024;
-  /// How long an idle worker keeps looking for work before it sleeps, in µs.
-  /// Once the runtime does I/O, the look is a non-blocking poll of its
-  /// descriptors, not a PAUSE loop. 0: sleep at once — on a machine whose
-  /// cores are shared (a VM), a latency-bound client with one connection
-  /// runs faster so (bench/netbench.sh's load generator does).
+  /// How long an idle worker keeps looking for work before it sleeps, in µs,
+  /// until the runtime does I/O (then io_idle_spin). 0: sleep at once.
   std::chrono::microseconds idle_spin{50};
+  /// How long an idle worker of a runtime that does I/O keeps polling its
+  /// descriptors (and looking for work) before it sleeps, in µs. Each
+  /// microsecond is CPU spent while nothing arrives: at 20,000 requests/s
+  /// over 100 connections, 50 µs doubled the HTTP server's CPU per request;
+  /// 10 µs kept a one-connection round trip as fast as 50 (a sleeping
+  /// worker's wake-up is what it saves) for a third of that cost
+  /// (docs/benchmarks.md, "Completion or readiness"). 0: sleep at once.
+  std::chrono::microseconds io_idle_spin{10};
   /// The I/O poller's kernel interface (see io_backend).
   io_backend io = io_backend::automatic;
   /// io_backend::io_uring: how many receive buffers the runtime's provided-
