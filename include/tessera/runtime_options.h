@@ -86,8 +86,10 @@ struct runtime_options {
   /// buffer ring holds (a power of two, 1 to 32768). A buffer is taken when
   /// bytes arrive and given back once read_some has copied them out, so idle
   /// connections hold none; when all are taken, receives fall back to
-  /// recv(2) until some come back (nothing is lost, only the saving).
-  unsigned io_buffers = 1024;
+  /// recv(2) until some come back (nothing is lost, only the saving). At
+  /// 1,000 busy connections 1,024 ran dry now and then (1.15 system calls
+  /// per HTTP request against 1.04 with 2,048; docs/benchmarks.md).
+  unsigned io_buffers = 2048;
   /// io_backend::io_uring: bytes per receive buffer (256 to 1 MiB). The
   /// ring's memory is io_buffers × io_buffer_size, reserved when the first
   /// stream reads (and committed page by page as buffers are first used).
