@@ -429,7 +429,7 @@ int poller::uring_poll(std::chrono::nanoseconds timeout) noexcept {
         ++ready;
         continue;
       case kTagAccept:
-        complete_accept(tag, *cqe);
+        complete_accept(*u, tag, *cqe);
         ++ready;
         continue;
       case kTagOp:

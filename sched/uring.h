@@ -103,7 +103,7 @@ io_uring_sqe* try_get_sqe(io_uring& ring) noexcept;
 
 /// The reaper's side of completion I/O (uring_io.cpp), under cq_mu.
 void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe) noexcept;
-void complete_accept(std::uint64_t tag, const io_uring_cqe& cqe) noexcept;
+void complete_accept(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe) noexcept;
 void complete_op(std::uint64_t tag, const io_uring_cqe& cqe) noexcept;
 /// At unregistration (close), under the registration lock and sq_mu: cancels
 /// every request on the descriptor, gives its unread buffers back and closes

@@ -454,11 +454,21 @@ std::size_t take_spill(poll_desc& d, void* buf, std::size_t n) noexcept {
 }
 
 // ---- the reaper's side ------------------------------------------------------------
-void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
-  auto* d = address_of<poll_desc>(tag);
+namespace {
+// What a completion's tag points to: a type-stable descriptor record or a
+// sender's operation, set up before the submission.
+template <class T>
+T* completed_object(std::uint64_t tag) noexcept {
+  auto* p = address_of<T>(tag);
 #if TESSERA_TSAN
-  __tsan_acquire(d);
+  __tsan_acquire(p);  // the kernel orders the submission before its completions
 #endif
+  return p;
+}
+}  // namespace
+
+void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
+  auto* d = completed_object<poll_desc>(tag);
   const bool more = (cqe.flags & IORING_CQE_F_MORE) != 0;
   const bool has_buffer = (cqe.flags & IORING_CQE_F_BUFFER) != 0;
   const auto bid = static_cast<std::int32_t>(cqe.flags >> IORING_CQE_BUFFER_SHIFT);
@@ -495,11 +505,8 @@ void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe)
   notify_readiness(d->rd);
 }
 
-void complete_accept(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
-  auto* d = address_of<poll_desc>(tag);
-#if TESSERA_TSAN
-  __tsan_acquire(d);
-#endif
+void complete_accept(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
+  auto* d = completed_object<poll_desc>(tag);
   const bool more = (cqe.flags & IORING_CQE_F_MORE) != 0;
   bool full = false;
   {
@@ -520,25 +527,18 @@ void complete_accept(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
   if (full) {
     // Enough queued: let the kernel's backlog hold the rest. The accept's
     // last completion (-ECANCELED, or one more descriptor) clears rx_armed.
-    poller* p = d->rx_owner.load(std::memory_order_acquire);
-    if (p != nullptr && p->ring() != nullptr) {
-      poller::uring& u = *p->ring();
-      std::lock_guard sq(u.sq_mu);
-      if (io_uring_sqe* sqe = try_get_sqe(u.ring)) {
-        io_uring_prep_cancel64(sqe, tag, 0);
-        io_uring_sqe_set_data64(sqe, kTagIgnore);
-        u.queued.fetch_add(1, std::memory_order_relaxed);
-      }
+    std::lock_guard sq(u.sq_mu);
+    if (io_uring_sqe* sqe = try_get_sqe(u.ring)) {
+      io_uring_prep_cancel64(sqe, tag, 0);
+      io_uring_sqe_set_data64(sqe, kTagIgnore);
+      u.queued.fetch_add(1, std::memory_order_relaxed);
     }
   }
   notify_readiness(d->rd);
 }
 
 void complete_op(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
-  auto* op = address_of<uring_op>(tag);
-#if TESSERA_TSAN
-  __tsan_acquire(op);
-#endif
+  auto* op = completed_object<uring_op>(tag);
   if ((cqe.flags & IORING_CQE_F_NOTIF) == 0) op->result = cqe.res;
   // A zero-copy send completes twice: its result (with F_MORE), then the
   // notification that the kernel is done with the buffer.
