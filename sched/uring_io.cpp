@@ -18,8 +18,9 @@
 // per read, never a byte.
 //
 // Send. An SQE with the caller's buffer, queued without a system call: the
-// worker's next poll submits it with everything else queued (and, on the
-// sleeping path, before the worker sleeps: poller::flush). The sender
+// worker's next poll submits it with everything else queued — a busy
+// worker's within kIoSubmitTicks; before a worker sleeps, or at once when
+// another worker holds the poll, poller::flush does. The sender
 // publishes itself in the write readiness word while the send is in flight,
 // so close() and interrupt() wake it like any waiter; woken so, or at its
 // deadline, it cancels the send and still waits for the send's completion

@@ -97,8 +97,8 @@ struct runtime_options {
   /// io_backend::io_uring: writes of at least this many bytes go out as
   /// zero-copy sends (IORING_OP_SEND_ZC; the writer resumes once the kernel
   /// no longer needs its buffer). 0: never. Off by default: over loopback
-  /// the kernel copies anyway and the extra notification only costs
-  /// (docs/benchmarks.md).
+  /// that waits for the peer's reading and ACK — 16 KiB echoes ran at a
+  /// hundredth of the rate (docs/benchmarks.md).
   std::size_t send_zc_threshold = 0;
   /// What to do on a deadlock (see deadlock_policy). A runtime is deadlocked
   /// when something waits for it to finish (run(), or stop()), fibers are
