@@ -215,8 +215,7 @@ std::size_t transfer(descriptor& d, bool closed, bool write, Op&& op, std::error
 
 namespace {
 tessera::detail::deadline to_deadline(clock::time_point d) noexcept {
-  return d == clock::time_point::max() ? tessera::detail::deadline()
-                                       : tessera::detail::deadline(d);
+  return d == clock::time_point::max() ? tessera::detail::deadline() : tessera::detail::deadline(d);
 }
 
 // A completion call's outcome as the transfer calls report it.
@@ -249,16 +248,14 @@ std::size_t completed(const tessera::sched::completion_result& r, std::error_cod
 // Reads of a descriptor whose bytes arrive through a ring's buffers
 // (completion backend): the same path for every read call, so that none
 // overtakes bytes already received. Null result: not such a descriptor.
-std::optional<std::size_t> descriptor::read_received(void* buf, std::size_t n,
-                                                     std::error_code& ec,
+std::optional<std::size_t> descriptor::read_received(void* buf, std::size_t n, std::error_code& ec,
                                                      clock::time_point deadline) {
   auto& d = *desc_->desc;
   if (const std::size_t got = tessera::sched::take_spill(d, buf, n); got > 0) return got;
   tessera::sched::poller* p = tessera::sched::completion_poller(d, true);
   if (p == nullptr) return std::nullopt;
   return completed(
-      tessera::sched::completion_recv(*p, d, buf, n, to_deadline(effective(false, deadline))),
-      ec);
+      tessera::sched::completion_recv(*p, d, buf, n, to_deadline(effective(false, deadline))), ec);
 }
 
 std::size_t descriptor::read(void* buf, std::size_t n, std::error_code& ec,
@@ -409,7 +406,8 @@ int descriptor::accept(std::error_code& ec, clock::time_point deadline) {
   }
   auto& d = *desc_->desc;
   if (tessera::sched::poller* p = tessera::sched::completion_poller(d, false)) {
-    const auto r = tessera::sched::completion_accept(*p, d, to_deadline(effective(false, deadline)));
+    const auto r =
+        tessera::sched::completion_accept(*p, d, to_deadline(effective(false, deadline)));
     if (r.wait != tessera::sched::io_wait::ready || r.error != EXDEV) {
       completed(r, ec);
       return ec ? -1 : static_cast<int>(r.value);
@@ -418,7 +416,9 @@ int descriptor::accept(std::error_code& ec, clock::time_point deadline) {
   const int fd = native_handle();
   const ssize_t r = call(
       false,
-      [&] { return static_cast<ssize_t>(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)); },
+      [&] {
+        return static_cast<ssize_t>(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      },
       ec, deadline);
   return static_cast<int>(r);
 }

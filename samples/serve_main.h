@@ -122,9 +122,10 @@ int serve_main(int argc, char** argv, const char* description, unsigned short de
                  "arrive); 0: no deadline")
       ->capture_default_str();
   unsigned idle_spin_us = 10;
-  app.add_option("--idle-spin", idle_spin_us,
-                 "Microseconds an idle worker polls before it sleeps (runtime_options::io_idle_spin): "
-                 "lower costs less CPU at light load, higher answers sooner")
+  app.add_option(
+         "--idle-spin", idle_spin_us,
+         "Microseconds an idle worker polls before it sleeps (runtime_options::io_idle_spin): "
+         "lower costs less CPU at light load, higher answers sooner")
       ->capture_default_str();
   std::size_t send_zc = 0;
   app.add_option("--send-zc-threshold", send_zc,

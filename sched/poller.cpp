@@ -333,7 +333,8 @@ void poller::remove(poll_desc& d) noexcept {
     uring_remove(d);
     return;
   }
-  if (epfd_ >= 0 && d.polled.load(std::memory_order_relaxed)) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
+  if (epfd_ >= 0 && d.polled.load(std::memory_order_relaxed))
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, d.fd, nullptr);
 }
 
 namespace {

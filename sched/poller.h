@@ -244,7 +244,7 @@ class poller {
   /// (so no other poll delivers the wake-up meant for it meanwhile).
   std::atomic<bool> polling{false};
 
- /// io_uring (sched/uring.h): the ring, its locks and its receive buffers;
+  /// io_uring (sched/uring.h): the ring, its locks and its receive buffers;
   /// null with epoll.
   struct uring;
   /// The ring, made if it is not yet (throws std::system_error if the

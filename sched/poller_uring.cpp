@@ -44,8 +44,8 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -391,8 +391,7 @@ int poller::uring_poll(std::chrono::nanoseconds timeout) noexcept {
     // says it has no task work (IORING_SQ_TASKRUN).
     const bool queued = u->queued.load(std::memory_order_relaxed) != 0;
     const bool taskrun =
-        !u->taskrun_flag ||
-        (IO_URING_READ_ONCE(*u->ring.sq.kflags) & IORING_SQ_TASKRUN) != 0;
+        !u->taskrun_flag || (IO_URING_READ_ONCE(*u->ring.sq.kflags) & IORING_SQ_TASKRUN) != 0;
     if (queued) {
       std::lock_guard sq(u->sq_mu);
       io_uring_submit_and_get_events(&u->ring);

@@ -28,14 +28,14 @@ runtime_impl::runtime_impl(const runtime_options& o)
   }
   if (opts.io_buffers == 0 || opts.io_buffers > 32768 ||
       (opts.io_buffers & (opts.io_buffers - 1)) != 0) {
-    throw std::invalid_argument("tessera::runtime: io_buffers = " +
-                                std::to_string(opts.io_buffers) +
-                                " is not a power of two from 1 to 32768");
+    throw std::invalid_argument(
+        "tessera::runtime: io_buffers = " + std::to_string(opts.io_buffers) +
+        " is not a power of two from 1 to 32768");
   }
   if (opts.io_buffer_size < 256 || opts.io_buffer_size > (std::size_t{1} << 20)) {
-    throw std::invalid_argument("tessera::runtime: io_buffer_size = " +
-                                std::to_string(opts.io_buffer_size) +
-                                " bytes is outside 256 bytes to 1 MiB");
+    throw std::invalid_argument(
+        "tessera::runtime: io_buffer_size = " + std::to_string(opts.io_buffer_size) +
+        " bytes is outside 256 bytes to 1 MiB");
   }
   if (opts.idle_spin.count() < 0) {
     throw std::invalid_argument("tessera::runtime: idle_spin must not be negative");

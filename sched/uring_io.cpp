@@ -64,8 +64,8 @@ void make_buffers(poller::uring& u, unsigned count, std::size_t size) noexcept {
   b.size = size;
   b.ring_bytes = count * sizeof(io_uring_buf);
   b.memory_bytes = count * size;
-  void* r = ::mmap(nullptr, b.ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1,
-                   0);
+  void* r =
+      ::mmap(nullptr, b.ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
   void* m = ::mmap(nullptr, b.memory_bytes, PROT_READ | PROT_WRITE,
                    MAP_ANONYMOUS | MAP_PRIVATE | MAP_NORESERVE, -1, 0);
   if (r == MAP_FAILED || m == MAP_FAILED) {
@@ -94,17 +94,15 @@ void make_buffers(poller::uring& u, unsigned count, std::size_t size) noexcept {
   b.len.assign(count, 0);
   const int mask = io_uring_buf_ring_mask(count);
   for (unsigned i = 0; i < count; ++i) {
-    io_uring_buf_ring_add(b.ring, b.data(static_cast<std::int32_t>(i)),
-                          static_cast<unsigned>(size), static_cast<unsigned short>(i), mask,
-                          static_cast<int>(i));
+    io_uring_buf_ring_add(b.ring, b.data(static_cast<std::int32_t>(i)), static_cast<unsigned>(size),
+                          static_cast<unsigned short>(i), mask, static_cast<int>(i));
   }
   io_uring_buf_ring_advance(b.ring, static_cast<int>(count));
 }
 
 bool buffers_ready(poller& p, poller::uring& u) noexcept {
-  std::call_once(u.buffers_once, [&] {
-    make_buffers(u, p.options().io_buffers, p.options().io_buffer_size);
-  });
+  std::call_once(u.buffers_once,
+                 [&] { make_buffers(u, p.options().io_buffers, p.options().io_buffer_size); });
   return u.buffers.ring != nullptr;
 }
 
@@ -272,7 +270,7 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
         res.value = static_cast<std::int64_t>(got);
       } else if (d.rx_end != 0) {
         if (d.rx_end < 0) {
-          res.error = -d.rx_end;  // sticky, as recv(2) after a reset
+          res.error = -d.rx_end;                   // sticky, as recv(2) after a reset
           if (stop_reason(d) != io_wait::ready) {  // the close's doing: say closed
             res.error = 0;
             res.wait = stop_reason(d);
@@ -497,8 +495,7 @@ void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe)
     if (cqe.res == -ENOBUFS) b.ran_dry.fetch_add(1, std::memory_order_relaxed);
     if (cqe.res == 0) {
       d->rx_end = 1;
-    } else if (cqe.res < 0 && cqe.res != -ENOBUFS && cqe.res != -ECANCELED &&
-               cqe.res != -EINTR) {
+    } else if (cqe.res < 0 && cqe.res != -ENOBUFS && cqe.res != -ECANCELED && cqe.res != -EINTR) {
       d->rx_end = cqe.res;
     }
     if (!more) d->rx_armed = false;
@@ -546,7 +543,7 @@ void complete_op(std::uint64_t tag, const io_uring_cqe& cqe) noexcept {
   if ((cqe.flags & IORING_CQE_F_MORE) != 0) return;
   waiter* who = op->who;
   op->done.store(true, std::memory_order_release);  // op may die from here on
-  unpark(who);                                       // type-stable: harmless if late
+  unpark(who);                                      // type-stable: harmless if late
 }
 
 void forget_completions(poller::uring& u, poll_desc& d) noexcept {

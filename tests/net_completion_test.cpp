@@ -132,8 +132,7 @@ TEST(Net, APeerThatResetsMidWriteEndsTheWriteWithAnError) {
     std::error_code ec;
     const std::size_t sent = s.write_all(big.data(), big.size(), ec, io::clock::now() + 20s);
     EXPECT_LT(sent, big.size());
-    EXPECT_TRUE(ec == std::errc::connection_reset || ec == std::errc::broken_pipe)
-        << ec.message();
+    EXPECT_TRUE(ec == std::errc::connection_reset || ec == std::errc::broken_pipe) << ec.message();
     peer.join();
   });
 }
@@ -221,7 +220,8 @@ TEST(Net, CloseRacingCompletionsEndsEveryCallCleanly) {
       for (;;) {
         const std::size_t r = server.read_some(buf, sizeof buf, ec, io::clock::now() + 10s);
         if (ec || r == 0) break;
-        wrong += static_cast<std::size_t>(std::count_if(buf, buf + r, [](char c) { return c != 'c'; }));
+        wrong +=
+            static_cast<std::size_t>(std::count_if(buf, buf + r, [](char c) { return c != 'c'; }));
       }
       EXPECT_EQ(wrong, 0u) << "round " << round;
       EXPECT_TRUE(ec == io::error::closed) << "round " << round << ": " << ec.message();

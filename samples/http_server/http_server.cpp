@@ -14,9 +14,9 @@
 // --max-body-bytes (1 MiB); a request must arrive whole within
 // --idle-timeout seconds of its first byte, and a quiet keep-alive connection
 // is closed after it (0 turns the deadlines off). Prints "listening on
-// HOST:PORT" once it accepts, then "I/O: " and the backend in use. SIGINT or SIGTERM stop it gracefully: the
-// listener and the idle connections close at once, requests in flight are
-// answered (with "Connection: close") and then closed.
+// HOST:PORT" once it accepts, then "I/O: " and the backend in use. SIGINT or SIGTERM stop it
+// gracefully: the listener and the idle connections close at once, requests in flight are answered
+// (with "Connection: close") and then closed.
 #include <tessera/net.h>
 #include <tessera/tls.h>
 
