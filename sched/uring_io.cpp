@@ -210,6 +210,11 @@ void buffer_ring::give_back(const std::int32_t* bids, unsigned n) noexcept {
   std::lock_guard lock(mu);
   const int mask = io_uring_buf_ring_mask(count);
   for (unsigned i = 0; i < n; ++i) {
+#if TESSERA_TSAN
+    // The kernel hands a buffer out again only after this: the reader that
+    // gave it back and the reaper that next fills it are ordered through it.
+    __tsan_release(&len[static_cast<std::size_t>(bids[i])]);
+#endif
     io_uring_buf_ring_add(ring, data(bids[i]), static_cast<unsigned>(size),
                           static_cast<unsigned short>(bids[i]), mask, static_cast<int>(i));
   }
@@ -481,6 +486,9 @@ void complete_recv(poller::uring& u, std::uint64_t tag, const io_uring_cqe& cqe)
       return;
     }
     if (cqe.res > 0 && has_buffer) {
+#if TESSERA_TSAN
+      __tsan_acquire(&b.len[static_cast<std::size_t>(bid)]);  // see buffer_ring::give_back
+#endif
       b.len[bid] = static_cast<std::uint32_t>(cqe.res);
       b.next[bid] = -1;
       if (d->rx_tail >= 0) {
