@@ -123,10 +123,12 @@ bool queue_sqe(poller::uring& u, Prep&& prep, bool submit_now = false) noexcept 
   return true;
 }
 
-// Copies up to n bytes out of d's queued buffers; collects the emptied ones
-// in `freed`. Under rx_lock.
-std::size_t copy_out(buffer_ring& b, poll_desc& d, char* out, std::size_t n,
-                     std::vector<std::int32_t>& freed) {
+// Copies up to n bytes out of d's queued buffers and gives the emptied ones
+// back, a batch at a time. Under rx_lock.
+std::size_t copy_out(buffer_ring& b, poll_desc& d, char* out, std::size_t n) {
+  constexpr unsigned kBatch = 16;
+  std::int32_t freed[kBatch];
+  unsigned nfreed = 0;
   std::size_t got = 0;
   while (got < n && d.rx_head >= 0) {
     const std::int32_t bid = d.rx_head;
@@ -139,10 +141,34 @@ std::size_t copy_out(buffer_ring& b, poll_desc& d, char* out, std::size_t n,
       d.rx_head = b.next[bid];
       if (d.rx_head < 0) d.rx_tail = -1;
       d.rx_offset = 0;
-      freed.push_back(bid);
+      freed[nfreed++] = bid;
+      if (nfreed == kBatch) {
+        b.give_back(freed, nfreed);
+        nfreed = 0;
+      }
     }
   }
+  b.give_back(freed, nfreed);
   return got;
+}
+
+io_wait stop_reason(const poll_desc& d) noexcept;
+
+// One recv(2) into buf: true when `res` is the call's answer (bytes, the
+// end, an error, or the close that shut the socket down under it), false
+// when the socket is empty (EAGAIN) or the call was interrupted (EINTR).
+bool plain_recv(poll_desc& d, void* buf, std::size_t n, completion_result& res) noexcept {
+  const ssize_t r = ::recv(d.fd, buf, n, 0);
+  if (r > 0) {
+    res.value = r;
+    return true;
+  }
+  const int err = r == 0 ? 0 : errno;
+  if (err == EINTR || err == EAGAIN || err == EWOULDBLOCK) return false;
+  // The end, or an error — unless a close() shut the socket down under us
+  // meanwhile: then that is the answer.
+  if ((res.wait = stop_reason(d)) == io_wait::ready) res.error = err;
+  return true;
 }
 
 io_wait stop_reason(const poll_desc& d) noexcept {
@@ -246,31 +272,20 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
       res.wait = wait_io(d, false, deadline);
       return res;
     }
-    for (;;) {
-      const ssize_t r = ::recv(d.fd, buf, n, 0);
-      if (r > 0) {
-        res.value = r;
-        return res;
-      }
-      if ((r == 0 || errno != EAGAIN) && (res.wait = stop_reason(d)) != io_wait::ready) return res;
-      if (r == 0) return res;
+    while (!plain_recv(d, buf, n, res)) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        res.error = errno;
-        return res;
-      }
       if ((res.wait = wait_io(d, false, deadline)) != io_wait::ready) return res;
     }
+    return res;
   }
   buffer_ring& b = u->buffers;
-  std::vector<std::int32_t> freed;
   for (;;) {
     consume_readiness(d, false);
     bool armed;
     {
       const rx_guard rx(d.rx_lock);
       if (n == 0 && (d.rx_head >= 0 || d.rx_end != 0)) return res;  // readable
-      const std::size_t got = copy_out(b, d, static_cast<char*>(buf), n, freed);
+      const std::size_t got = copy_out(b, d, static_cast<char*>(buf), n);
       if (got > 0) {
         res.value = static_cast<std::int64_t>(got);
       } else if (d.rx_end != 0) {
@@ -283,31 +298,14 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
         }
         res.value = 0;
       }
-      armed = d.rx_armed || got > 0 || d.rx_end != 0;
-      if (got > 0 || d.rx_end != 0) {
-        b.give_back(freed.data(), static_cast<unsigned>(freed.size()));
-        return res;
-      }
+      if (got > 0 || d.rx_end != 0) return res;
+      armed = d.rx_armed;
     }
     if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
     if (!armed) {
-      const ssize_t r = n == 0 ? -1 : ::recv(d.fd, buf, n, 0);
-      if (r > 0) {
-        res.value = r;
-        return res;
-      }
-      if (r == 0 || errno != EAGAIN) {
-        // The end, or an error — unless a close() shut the socket down
-        // under us meanwhile: then that is the answer.
-        if ((res.wait = stop_reason(d)) != io_wait::ready) return res;
-      }
-      if (r == 0) return res;
-      if (n == 0) errno = EAGAIN;  // a wait for readability: arm, then wait
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        res.error = errno;
-        return res;
-      }
+      // (n == 0, a wait for readability: straight to arming, then waiting.)
+      if (n > 0 && plain_recv(d, buf, n, res)) return res;
+      if (n > 0 && errno == EINTR) continue;
       arm(*u, d, false);
       continue;  // bytes may have come meanwhile: look before waiting
     }
