@@ -305,8 +305,9 @@ TEST_P(ChannelIn, SendsAroundTheEndOfAPollLoseNoWakeUp) {
 // runtime's deadlock report, or the watchdog).
 TEST_P(ChannelIn, CloseReachesReceiversBehindOneStillPolling) {
   watchdog dog("channel close behind a poll", 60s);
-  const auto until = std::chrono::steady_clock::now() + 5s;
-  for (int round = 0; round < 100 && std::chrono::steady_clock::now() < until; ++round) {
+  const auto until = std::chrono::steady_clock::now() + stress_time(5s);
+  for (int round = 0; round < stress_rounds(100) && std::chrono::steady_clock::now() < until;
+       ++round) {
     channel<int> ch(capacity());
     std::atomic<int> closed_seen{0}, producers_left{2};
     run_all(kind(), 6, [&](int id) {
@@ -363,10 +364,10 @@ TEST_P(ChannelIn, TimedStressLosesAndDuplicatesNothing) {
 TEST_P(ChannelIn, CloseRacingEveryKindOfCallLosesNothing) {
   watchdog dog("channel close racing every call", 90s);
   constexpr int kSenders = 3, kReceivers = 3, kEach = 60;
-  const auto until = clock::now() + 3s;
+  const auto until = clock::now() + stress_time(3s);
   std::mt19937 rng(static_cast<unsigned>(capacity()) * 31 + static_cast<unsigned>(kind()));
   int rounds = 0;
-  for (; rounds < 30 && clock::now() < until; ++rounds) {
+  for (; rounds < stress_rounds(30) && clock::now() < until; ++rounds) {
     channel<std::unique_ptr<int>> ch(capacity());
     std::vector<std::atomic<int>> received(kSenders * kEach), kept(kSenders * kEach);
     std::atomic<int> attempts{0};

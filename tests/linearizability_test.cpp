@@ -33,7 +33,7 @@ namespace tessera::test {
 namespace {
 
 constexpr int kThreads = 3, kOpsPerThread = 4, kHistories = 300;
-constexpr auto kBudget = 4s;  // per object and environment
+constexpr auto kBudget = stress_time(4s);  // per object and environment
 
 // ---- sequential specifications ------------------------------------------------
 enum chan_op { kTrySend, kTryReceive, kSendFor, kReceiveFor };

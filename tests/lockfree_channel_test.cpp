@@ -127,7 +127,7 @@ TEST_P(LockfreeChannelProgress, AThreadStoppedAnywhereHoldsUpAtMostTwoOthers) {
     return true;
   }));
   std::mt19937 rng(static_cast<unsigned>(GetParam()) + 7);
-  const auto until = clock::now() + 4s;
+  const auto until = clock::now() + stress_time(4s);
   int rounds = 0;
   for (; rounds < 300 && clock::now() < until; ++rounds) {
     const int victim = static_cast<int>(rng() % kThreads);

@@ -180,7 +180,7 @@ template <class Kind>
 void claimed_by_one(exec_kind kind, std::size_t capacity) {
   using chan = typename Kind::template of<int>;
   watchdog dog("select claim", 60s);
-  for (int round = 0; round < 50; ++round) {
+  for (int round = 0; round < stress_rounds(50); ++round) {
     std::array<chan, 3> chs{chan(capacity), chan(capacity), chan(capacity)};
     int got = -1;
     select_result r;

@@ -378,7 +378,7 @@ TEST_P(AnyAdmission, StressMixedTimedAcquisitionConservesPermits) {
   constexpr std::ptrdiff_t kInitial = 3;
   constexpr int kThreads = 6;
   constexpr int kIters = 20000;
-  const auto time_budget = clock::now() + 3s;
+  const auto time_budget = clock::now() + stress_time(3s);
   counting_semaphore<> s(kInitial, mode());
   std::atomic<long> acquired{0}, released{0};
   std::atomic<int> holders{0}, max_holders{0};

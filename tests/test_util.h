@@ -27,6 +27,19 @@ inline constexpr int kSanitizerSlowdown = 4;
 inline constexpr int kSanitizerSlowdown = 1;
 #endif
 
+/// A stress loop's bounds, rounds and wall time, whichever it reaches first:
+/// as given in an optimised build, a third of them under a sanitizer. An
+/// instrumented round is many times slower, and a race shows in the first
+/// rounds as readily as in the last, so the cut keeps the sanitizer suites
+/// within CI's time without hiding what they look for.
+inline constexpr int kSanitizerStressShare = kSanitizerSlowdown > 1 ? 3 : 1;
+constexpr int stress_rounds(int rounds) {
+  return (rounds + kSanitizerStressShare - 1) / kSanitizerStressShare;
+}
+constexpr std::chrono::milliseconds stress_time(std::chrono::milliseconds limit) {
+  return limit / kSanitizerStressShare;
+}
+
 /// Polls `cond` (yielding) until it holds or `limit` passes; returns its last value.
 /// For observing another thread reach a state, never as a substitute for a sync.
 /// Yields with tessera::yield_now(), so it also works on a fiber.
