@@ -152,29 +152,30 @@ std::size_t copy_out(buffer_ring& b, poll_desc& d, char* out, std::size_t n) {
   return got;
 }
 
-io_wait stop_reason(const poll_desc& d) noexcept;
+io_wait stop_reason(const poll_desc& d) noexcept {
+  if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
+  if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
+  return io_wait::ready;
+}
 
-// One recv(2) into buf: true when `res` is the call's answer (bytes, the
-// end, an error, or the close that shut the socket down under it), false
-// when the socket is empty (EAGAIN) or the call was interrupted (EINTR).
+// One recv(2) into buf, again if interrupted: true when `res` is the call's
+// answer (bytes, the end, an error, or the close that shut the socket down
+// under it), false when the socket is empty.
 bool plain_recv(poll_desc& d, void* buf, std::size_t n, completion_result& res) noexcept {
-  const ssize_t r = ::recv(d.fd, buf, n, 0);
+  ssize_t r;
+  do {
+    r = ::recv(d.fd, buf, n, 0);
+  } while (r < 0 && errno == EINTR);
   if (r > 0) {
     res.value = r;
     return true;
   }
   const int err = r == 0 ? 0 : errno;
-  if (err == EINTR || err == EAGAIN || err == EWOULDBLOCK) return false;
+  if (err == EAGAIN || err == EWOULDBLOCK) return false;
   // The end, or an error — unless a close() shut the socket down under us
   // meanwhile: then that is the answer.
   if ((res.wait = stop_reason(d)) == io_wait::ready) res.error = err;
   return true;
-}
-
-io_wait stop_reason(const poll_desc& d) noexcept {
-  if (d.closing.load(std::memory_order_acquire)) return io_wait::closed;
-  if (d.cancelled.load(std::memory_order_acquire)) return io_wait::cancelled;
-  return io_wait::ready;
 }
 
 // Arms a multishot receive (or accept) unless one is armed. Lock order:
@@ -273,7 +274,6 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
       return res;
     }
     while (!plain_recv(d, buf, n, res)) {
-      if (errno == EINTR) continue;
       if ((res.wait = wait_io(d, false, deadline)) != io_wait::ready) return res;
     }
     return res;
@@ -290,10 +290,10 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
         res.value = static_cast<std::int64_t>(got);
       } else if (d.rx_end != 0) {
         if (d.rx_end < 0) {
-          res.error = -d.rx_end;                   // sticky, as recv(2) after a reset
-          if (stop_reason(d) != io_wait::ready) {  // the close's doing: say closed
-            res.error = 0;
-            res.wait = stop_reason(d);
+          res.error = -d.rx_end;  // sticky, as recv(2) after a reset
+          if (const io_wait why = stop_reason(d); why != io_wait::ready) {
+            res.error = 0;  // the close's doing: say closed
+            res.wait = why;
           }
         }
         res.value = 0;
@@ -305,7 +305,6 @@ completion_result completion_recv(poller& p, poll_desc& d, void* buf, std::size_
     if (!armed) {
       // (n == 0, a wait for readability: straight to arming, then waiting.)
       if (n > 0 && plain_recv(d, buf, n, res)) return res;
-      if (n > 0 && errno == EINTR) continue;
       arm(*u, d, false);
       continue;  // bytes may have come meanwhile: look before waiting
     }

@@ -728,11 +728,11 @@ TEST(FiberLocal, EachFiberHasItsOwnValueDestroyedAtExit) {
 TEST(Fiber, ManyParkedFibersAreReleasedInOrder) {
   // 2000 fibers park on one semaphore, one after another (each starts only once
   // the one before it waits); single releases then admit them oldest first.
-  // 500 under ThreadSanitizer, whose state for each fiber costs milliseconds.
+  // (500 under ThreadSanitizer: many_fibers.)
   watchdog dog("many parked fibers in order", 120s);
   runtime rt({.workers = 2});
   rt.run([] {
-    constexpr int kFibers = kSanitizerSlowdown >= 15 ? 500 : 2000;
+    constexpr int kFibers = many_fibers(2000);
     counting_semaphore<> s(0);
     std::vector<int> order;
     order.reserve(kFibers);

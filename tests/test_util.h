@@ -21,10 +21,13 @@ using clock = std::chrono::steady_clock;
 /// Release, 0.6-1 s under ThreadSanitizer).
 #if defined(__SANITIZE_THREAD__)
 inline constexpr int kSanitizerSlowdown = 15;
+inline constexpr bool kThreadSanitizer = true;
 #elif defined(__SANITIZE_ADDRESS__)
 inline constexpr int kSanitizerSlowdown = 4;
+inline constexpr bool kThreadSanitizer = false;
 #else
 inline constexpr int kSanitizerSlowdown = 1;
+inline constexpr bool kThreadSanitizer = false;
 #endif
 
 /// A stress loop's bounds, rounds and wall time, whichever it reaches first:
@@ -38,6 +41,13 @@ constexpr int stress_rounds(int rounds) {
 }
 constexpr std::chrono::milliseconds stress_time(std::chrono::milliseconds limit) {
   return limit / kSanitizerStressShare;
+}
+
+/// How many fibers a test that makes thousands makes: as given, a quarter
+/// under ThreadSanitizer, whose state for each fiber costs milliseconds to
+/// set up.
+constexpr int many_fibers(int count) {
+  return kThreadSanitizer ? count / 4 : count;
 }
 
 /// Polls `cond` (yielding) until it holds or `limit` passes; returns its last value.
