@@ -43,6 +43,13 @@ constexpr std::chrono::milliseconds stress_time(std::chrono::milliseconds limit)
   return limit / kSanitizerStressShare;
 }
 
+/// A stress loop's condition for going on to round `round`: always below
+/// `least` (a minimum that a slow, loaded machine still runs, so the test
+/// never checks too little), then while below `most` and before `until`.
+inline bool another_round(int round, int least, int most, clock::time_point until) {
+  return round < most && (round < least || clock::now() < until);
+}
+
 /// How many fibers a test that makes thousands makes: as given, a quarter
 /// under ThreadSanitizer, whose state for each fiber costs milliseconds to
 /// set up.
