@@ -135,11 +135,12 @@ TEST(Dump, ListsEachParkedFiberWithWhatItWaitsFor) {
                                              "sleep",
                                              "join of fiber",
                                              "socket read fd " + std::to_string(listen_fd)};
+  // Until every fiber is parked: both latch fibers too, not only the first.
   const bool all_seen = eventually([&] {
     text = dump_of(rt);
     for (const auto& e : expected)
       if (!has(text, e)) return false;
-    return true;
+    return has(text, "2 fibers [latch ");
   });
   EXPECT_TRUE(all_seen) << text;
   EXPECT_TRUE(has(text, "tessera: runtime dump: 2 workers")) << text;
